@@ -1,0 +1,233 @@
+//! The [`PlatformAdapter`] contract: how one platform's webhooks are verified,
+//! normalized and answered, and how handlers talk back.
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{AdapterError, WebhookError};
+use crate::event::Event;
+use crate::id::{Platform, ScopeKey, ThreadRef};
+
+/// What [`PlatformAdapter::parse`] made of a verified delivery.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Inbound {
+    /// An event for the runtime to admit and dispatch.
+    Event(Box<Event>),
+    /// A delivery that needs no handler and has a fixed answer
+    /// (Slack `url_verification`, `ssl_check`).
+    Reply(http::Response<Bytes>),
+    /// A delivery the bot does not act on (its own messages, unknown event kinds):
+    /// acknowledged and recorded as ignored.
+    Ignored {
+        /// A stable reason for logs (`own-message`, `unsupported:app_rate_limited`).
+        reason: String,
+    },
+}
+
+/// What the runtime decided about a delivery; the adapter says it to its platform
+/// ([`PlatformAdapter::respond`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Admitted: running, queued, pending, or acknowledged and dropped by the
+    /// strategy. Slack: empty 200. Linear: exactly 200.
+    Accepted,
+    /// Seen before: acknowledged so the platform stops retrying.
+    Duplicate,
+    /// No handler wants it: acknowledged.
+    Ignored,
+    /// Refused before the acknowledgement because the runtime is at capacity (or
+    /// shutting down, or a bound said so). Nothing was marked: a retry is new.
+    AtCapacity,
+    /// Failed before the acknowledgement (state backend error, sync handler
+    /// error); the dedupe key was unmarked so the platform's retry runs.
+    Failed,
+    /// The delivery was refused at the door.
+    Rejected(WebhookError),
+    /// A sync handler answered the delivery itself (a slash command's text, a
+    /// modal's `response_action`): the adapter sends this JSON in its platform's
+    /// form.
+    Reply(serde_json::Value),
+}
+
+impl Verdict {
+    /// A stable name for logs and metrics.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Accepted => "accepted",
+            Self::Duplicate => "duplicate",
+            Self::Ignored => "ignored",
+            Self::AtCapacity => "at-capacity",
+            Self::Failed => "failed",
+            Self::Rejected(_) => "rejected",
+            Self::Reply(_) => "reply",
+        }
+    }
+}
+
+/// How an adapter's events are serialized by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum DefaultLockScope {
+    /// One lease per thread (Slack, Linear).
+    #[default]
+    Thread,
+    /// One lease per channel (platforms where conversations are channel-level).
+    Channel,
+}
+
+impl DefaultLockScope {
+    /// The scope of `thread` under this default.
+    pub fn scope_of(self, thread: &ThreadRef) -> ScopeKey {
+        match self {
+            Self::Thread => thread.thread_scope(),
+            Self::Channel => thread.channel_scope(),
+        }
+    }
+}
+
+/// A message the bot sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct OutboundMessage {
+    /// The text.
+    pub text: String,
+    /// How the text is marked up.
+    pub format: TextFormat,
+}
+
+impl OutboundMessage {
+    /// Plain text, sent as is.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            format: TextFormat::Plain,
+        }
+    }
+
+    /// CommonMark, converted by the adapter to its platform's markup.
+    pub fn markdown(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            format: TextFormat::Markdown,
+        }
+    }
+}
+
+impl From<&str> for OutboundMessage {
+    fn from(s: &str) -> Self {
+        Self::text(s)
+    }
+}
+
+impl From<String> for OutboundMessage {
+    fn from(s: String) -> Self {
+        Self::text(s)
+    }
+}
+
+/// Markup of an [`OutboundMessage`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum TextFormat {
+    /// Sent as is.
+    Plain,
+    /// CommonMark.
+    Markdown,
+}
+
+/// A message the bot posted, to edit, delete or react to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MessageRef {
+    /// The thread it was posted in.
+    pub thread: ThreadRef,
+    /// The platform's message id.
+    pub id: String,
+}
+
+/// One platform: inbound webhooks (verify → parse → respond) and outbound calls.
+/// Object-safe: the runtime holds an `Arc<dyn PlatformAdapter>`.
+///
+/// # Contract
+///
+/// * [`verify`](Self::verify) runs first, over the **raw** body bytes exactly as
+///   received, with a constant-time comparison and the platform's timestamp
+///   window. Nothing is parsed before it passes.
+/// * [`parse`](Self::parse) never panics on any input; malformed input is
+///   [`WebhookError::Malformed`].
+/// * [`respond`](Self::respond) decides how each [`Verdict`] is said to this
+///   platform for this delivery kind (a Slack slash command at capacity is a 200
+///   with a visible message; a Slack event at capacity is a 503).
+/// * Outbound methods are called from handlers, inside their deadline; they
+///   return typed [`AdapterError`]s.
+#[async_trait]
+pub trait PlatformAdapter: Send + Sync + 'static {
+    /// The adapter's name, unique within a bot (`slack`, `linear`); it names the
+    /// webhook route.
+    fn name(&self) -> &str;
+
+    /// The platform.
+    fn platform(&self) -> Platform;
+
+    /// The largest body accepted, checked before it is read in full. Default 1 MiB.
+    fn max_body_bytes(&self) -> usize {
+        1024 * 1024
+    }
+
+    /// The default lock scope for this platform's events.
+    fn lock_scope(&self) -> DefaultLockScope {
+        DefaultLockScope::Thread
+    }
+
+    /// Checks the delivery's signature over the raw body.
+    fn verify(&self, parts: &http::request::Parts, body: &Bytes) -> Result<(), WebhookError>;
+
+    /// Turns a verified delivery into an event, a fixed reply, or an ignore.
+    fn parse(&self, parts: &http::request::Parts, body: &Bytes) -> Result<Inbound, WebhookError>;
+
+    /// The HTTP answer for a verdict. `event` is `None` when the delivery was
+    /// refused before it was parsed.
+    fn respond(&self, event: Option<&Event>, verdict: &Verdict) -> http::Response<Bytes>;
+
+    /// Posts a message into a thread.
+    async fn post(
+        &self,
+        thread: &ThreadRef,
+        message: &OutboundMessage,
+    ) -> Result<MessageRef, AdapterError>;
+
+    /// Replaces the content of a message the bot posted.
+    async fn edit(
+        &self,
+        message: &MessageRef,
+        content: &OutboundMessage,
+    ) -> Result<(), AdapterError>;
+
+    /// Deletes a message the bot posted.
+    async fn delete(&self, message: &MessageRef) -> Result<(), AdapterError>;
+
+    /// Adds a reaction (emoji name without colons).
+    async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError>;
+
+    /// Shows (or with `None` clears) a "working on it" status in the thread, where
+    /// the platform has one. Default: nothing to do.
+    async fn set_status(
+        &self,
+        thread: &ThreadRef,
+        status: Option<&str>,
+    ) -> Result<(), AdapterError> {
+        let _ = (thread, status);
+        Ok(())
+    }
+
+    /// Called by the runtime right after an event was acknowledged as accepted
+    /// under deferred dispatch, before its handler may have posted anything: the
+    /// place for a platform's first-response duty (Linear's first activity within
+    /// 10 s). `posted` tells whether the handler already posted into the thread.
+    /// Default: nothing to do.
+    async fn after_ack(&self, event: &Event, posted: &(dyn Fn() -> bool + Send + Sync)) {
+        let _ = (event, posted);
+    }
+}

@@ -1,0 +1,233 @@
+//! The five strategies for events that overlap on one scope, with their options.
+//!
+//! Options live inside the variant they belong to, so an option of one strategy can
+//! never be given to another. The runtime validates the values (a zero interval is a
+//! build error); the state backend applies them atomically in
+//! [`StateBackend::admit`](crate::StateBackend::admit).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// What happens to an event that arrives while its scope is busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Concurrency {
+    /// Acknowledged and recorded `Dropped`; a retry of it is a duplicate.
+    #[default]
+    Drop,
+    /// Waits in the scope's queue; when the holder finishes, the newest waiting
+    /// event runs with the older ones as `skipped` (recorded `Superseded`).
+    Queue(QueueOptions),
+    /// Replaces the pending event; the pending event runs after a quiet interval.
+    Debounce(DebounceOptions),
+    /// Joins a fixed window's batch; sealed batches run in seal order.
+    Burst(BurstOptions),
+    /// No lock; at most `max` handlers run on the scope at once, across replicas.
+    Concurrent(ConcurrentOptions),
+}
+
+impl Concurrency {
+    /// The stable lowercase name (`drop`, `queue`, …), used in logs.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::Drop => "drop",
+            Self::Queue(_) => "queue",
+            Self::Debounce(_) => "debounce",
+            Self::Burst(_) => "burst",
+            Self::Concurrent(_) => "concurrent",
+        }
+    }
+
+    /// A queue with the default options.
+    pub fn queue() -> Self {
+        Self::Queue(QueueOptions::default())
+    }
+
+    /// A debounce with the default interval.
+    pub fn debounce() -> Self {
+        Self::Debounce(DebounceOptions::default())
+    }
+
+    /// A burst with the default window and mode.
+    pub fn burst() -> Self {
+        Self::Burst(BurstOptions::default())
+    }
+
+    /// Unbounded concurrency: no lock, no slots.
+    pub fn concurrent() -> Self {
+        Self::Concurrent(ConcurrentOptions::default())
+    }
+}
+
+/// Options of [`Concurrency::Queue`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct QueueOptions {
+    /// Most entries waiting on one scope. Default 10.
+    pub max_size: usize,
+    /// Which entry gives way when the queue is full. Default [`OnFull::DropOldest`].
+    pub on_full: OnFull,
+    /// A waiting entry older than this is recorded `Expired` instead of running.
+    /// Default 90 s.
+    pub entry_ttl: Duration,
+}
+
+impl Default for QueueOptions {
+    fn default() -> Self {
+        Self {
+            max_size: 10,
+            on_full: OnFull::DropOldest,
+            entry_ttl: Duration::from_secs(90),
+        }
+    }
+}
+
+impl QueueOptions {
+    /// Sets the bound on waiting entries.
+    #[must_use]
+    pub fn max_size(mut self, max_size: usize) -> Self {
+        self.max_size = max_size;
+        self
+    }
+
+    /// Sets which entry gives way when the queue is full.
+    #[must_use]
+    pub fn on_full(mut self, on_full: OnFull) -> Self {
+        self.on_full = on_full;
+        self
+    }
+
+    /// Sets how long an entry may wait.
+    #[must_use]
+    pub fn entry_ttl(mut self, entry_ttl: Duration) -> Self {
+        self.entry_ttl = entry_ttl;
+        self
+    }
+}
+
+/// Which entry gives way when a queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum OnFull {
+    /// The oldest waiting entry is evicted (recorded `Dropped`); the newcomer joins.
+    #[default]
+    DropOldest,
+    /// The newcomer is acknowledged and recorded `Dropped`.
+    DropNewest,
+}
+
+/// Options of [`Concurrency::Debounce`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct DebounceOptions {
+    /// The quiet period after the last replacement before the pending event runs.
+    /// Default 1.5 s.
+    pub interval: Duration,
+}
+
+impl Default for DebounceOptions {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_millis(1500),
+        }
+    }
+}
+
+impl DebounceOptions {
+    /// Sets the quiet interval.
+    #[must_use]
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+}
+
+/// Options of [`Concurrency::Burst`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct BurstOptions {
+    /// The fixed window the first event on an idle scope opens. Later arrivals
+    /// never extend it. Default 1.5 s.
+    pub window: Duration,
+    /// Seal the batch early once this many members have joined. `None`: only the
+    /// window seals it.
+    pub max_batch: Option<usize>,
+    /// Most events waiting on one scope, over all unsealed and sealed batches. An
+    /// event past the bound is refused before the acknowledgement, so the platform
+    /// retries it: nothing accepted is dropped. Default 100.
+    pub max_waiting: usize,
+    /// One handler call per batch, or one per member.
+    pub mode: BurstMode,
+}
+
+impl Default for BurstOptions {
+    fn default() -> Self {
+        Self {
+            window: Duration::from_millis(1500),
+            max_batch: None,
+            max_waiting: 100,
+            mode: BurstMode::Collapse,
+        }
+    }
+}
+
+impl BurstOptions {
+    /// Sets the window length.
+    #[must_use]
+    pub fn window(mut self, window: Duration) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// Seals a batch early at this many members.
+    #[must_use]
+    pub fn max_batch(mut self, max_batch: usize) -> Self {
+        self.max_batch = Some(max_batch);
+        self
+    }
+
+    /// Sets the bound on waiting events.
+    #[must_use]
+    pub fn max_waiting(mut self, max_waiting: usize) -> Self {
+        self.max_waiting = max_waiting;
+        self
+    }
+
+    /// Sets the mode.
+    #[must_use]
+    pub fn mode(mut self, mode: BurstMode) -> Self {
+        self.mode = mode;
+        self
+    }
+}
+
+/// How a sealed burst batch is handed to the handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum BurstMode {
+    /// One call: the newest member as the event, the rest in join order as
+    /// `skipped`.
+    #[default]
+    Collapse,
+    /// One call per member, in join order, each with its own budget.
+    Each,
+}
+
+/// Options of [`Concurrency::Concurrent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ConcurrentOptions {
+    /// Most handlers running on one scope at once, across all replicas. `None`:
+    /// unbounded, and no state is kept beyond deduplication.
+    pub max: Option<usize>,
+}
+
+impl ConcurrentOptions {
+    /// Bounds the handlers per scope.
+    #[must_use]
+    pub fn max(mut self, max: usize) -> Self {
+        self.max = Some(max);
+        self
+    }
+}

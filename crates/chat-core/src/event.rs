@@ -1,0 +1,303 @@
+//! The normalized event model every adapter produces and every handler receives.
+//!
+//! Events are `serde`-serializable because the queue, debounce and burst strategies
+//! keep waiting events in the state backend, which may be shared by several replicas.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use crate::id::{DedupeKey, EventId, Platform, TenantId, ThreadRef};
+
+/// One event delivered by a platform, normalized.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The platform's id of this delivery (Slack `event_id`, Linear `Linear-Delivery`).
+    pub id: EventId,
+    /// What deduplication keys on: the user's action (see [`DedupeKey`]).
+    pub dedupe_key: DedupeKey,
+    /// The conversation the event belongs to.
+    pub thread: ThreadRef,
+    /// When the runtime received it, in milliseconds since the Unix epoch.
+    pub received_at_ms: u64,
+    /// The platform's delivery attempt: 0 for the first, then the retry number
+    /// (Slack `X-Slack-Retry-Num`). Recorded, never used to skip.
+    pub attempt: u32,
+    /// Why the platform retried, when it says (`http_timeout`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_reason: Option<String>,
+    /// What happened.
+    pub kind: EventKind,
+    /// The raw request body exactly as received (signed bytes).
+    #[serde(default, skip_serializing_if = "Bytes::is_empty")]
+    pub raw: Bytes,
+}
+
+impl Event {
+    /// The platform the event came from.
+    pub fn platform(&self) -> Platform {
+        self.thread.platform
+    }
+
+    /// The installation the event belongs to.
+    pub fn tenant(&self) -> &TenantId {
+        &self.thread.tenant
+    }
+
+    /// The message, when the event is one.
+    pub fn message(&self) -> Option<&Message> {
+        match &self.kind {
+            EventKind::Message(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The text a user wrote, for the kinds that carry one (messages, slash
+    /// commands, agent prompts).
+    pub fn text(&self) -> Option<&str> {
+        match &self.kind {
+            EventKind::Message(m) => Some(&m.text),
+            EventKind::SlashCommand(c) => Some(&c.text),
+            EventKind::AgentSession(s) => s.text.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a control event that must bypass the concurrency strategy
+    /// (a stop request): it cancels the running handler instead of waiting behind it.
+    pub fn is_control(&self) -> bool {
+        matches!(
+            &self.kind,
+            EventKind::AgentSession(AgentSession {
+                action: AgentSessionAction::StopRequested,
+                ..
+            })
+        )
+    }
+}
+
+/// What an [`Event`] is about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EventKind {
+    /// A message was posted, edited or deleted.
+    Message(Message),
+    /// A reaction was added or removed.
+    Reaction(Reaction),
+    /// A button, select or other interactive component was used.
+    Action(Action),
+    /// A slash command was invoked.
+    SlashCommand(SlashCommand),
+    /// A modal was submitted.
+    ModalSubmit(Modal),
+    /// A modal was closed.
+    ModalClose(Modal),
+    /// A Linear agent session was created, prompted or asked to stop.
+    AgentSession(AgentSession),
+    /// Anything else the adapter chose to pass through, by platform name.
+    Other(OtherEvent),
+}
+
+/// Who did something.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Author {
+    /// The platform's user id (Slack `U…`, Linear user id). Empty when unknown.
+    pub id: String,
+    /// Display name, when the payload carries one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The author is a bot or app.
+    #[serde(default)]
+    pub is_bot: bool,
+    /// The author is this bot itself.
+    #[serde(default)]
+    pub is_me: bool,
+}
+
+/// A chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// The platform's message id (Slack `ts`, Linear comment or activity id).
+    pub id: String,
+    /// Who wrote it.
+    pub author: Author,
+    /// The text (platform markup kept as is).
+    pub text: String,
+    /// Posted, edited or deleted.
+    pub change: MessageChange,
+    /// The bot was @-mentioned.
+    #[serde(default)]
+    pub is_mention: bool,
+    /// A direct message to the bot (counts as a mention for routing).
+    #[serde(default)]
+    pub is_dm: bool,
+}
+
+/// Whether a message is new, edited or deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum MessageChange {
+    /// A new message.
+    Posted,
+    /// An existing message was edited.
+    Edited,
+    /// A message was deleted.
+    Deleted,
+}
+
+/// A reaction added to or removed from a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reaction {
+    /// The emoji name, without colons.
+    pub emoji: String,
+    /// Added (`true`) or removed (`false`).
+    pub added: bool,
+    /// Who reacted.
+    pub user: Author,
+    /// The message reacted to.
+    pub message_id: String,
+}
+
+/// A click on an interactive component.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Action {
+    /// The component's `action_id`.
+    pub action_id: String,
+    /// The selected or submitted value, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Who clicked.
+    pub user: Author,
+    /// Where to send follow-ups (Slack `response_url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_url: Option<String>,
+    /// Short-lived id for opening a modal (Slack `trigger_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_id: Option<String>,
+}
+
+/// A slash command invocation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlashCommand {
+    /// The command, with its slash (`/echo`).
+    pub command: String,
+    /// What followed the command.
+    pub text: String,
+    /// Who invoked it.
+    pub user: Author,
+    /// Where to send follow-ups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_url: Option<String>,
+    /// Short-lived id for opening a modal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_id: Option<String>,
+}
+
+/// A modal that was submitted or closed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Modal {
+    /// The view's `callback_id`.
+    pub callback_id: String,
+    /// The platform's view id.
+    pub view_id: String,
+    /// Who submitted or closed it.
+    pub user: Author,
+    /// The submitted state values, as the platform sent them.
+    #[serde(default)]
+    pub values: serde_json::Value,
+}
+
+/// A Linear agent-session event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentSession {
+    /// The agent session's id.
+    pub session_id: String,
+    /// Created, prompted, or a stop request.
+    pub action: AgentSessionAction,
+    /// The user's prompt (`prompted`), or `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Linear's prepared context for a new session (`created` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_context: Option<String>,
+    /// The activity id of a prompt, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity_id: Option<String>,
+    /// Who created or prompted the session.
+    pub user: Author,
+}
+
+/// What happened to an agent session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AgentSessionAction {
+    /// A new session: the agent was mentioned or delegated an issue.
+    Created,
+    /// The user sent a follow-up prompt.
+    Prompted,
+    /// The user asked the agent to stop (`signal: stop`).
+    StopRequested,
+}
+
+/// A platform event the normalized model does not cover.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OtherEvent {
+    /// The platform's name for the event (`app_home_opened`, `member_joined_channel`, …).
+    pub name: String,
+    /// The event's JSON, as the platform sent it.
+    #[serde(default)]
+    pub data: serde_json::Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Event {
+        Event {
+            id: EventId::new("Ev1"),
+            dedupe_key: DedupeKey::new("C1:1.0"),
+            thread: ThreadRef::new(Platform::Slack, "T1", "C1", "1.0"),
+            received_at_ms: 1_700_000_000_000,
+            attempt: 1,
+            retry_reason: Some("http_timeout".into()),
+            kind: EventKind::Message(Message {
+                id: "1.0".into(),
+                author: Author {
+                    id: "U1".into(),
+                    ..Author::default()
+                },
+                text: "hello".into(),
+                change: MessageChange::Posted,
+                is_mention: true,
+                is_dm: false,
+            }),
+            raw: Bytes::from_static(b"{\"raw\":true}"),
+        }
+    }
+
+    #[test]
+    fn events_round_trip_through_json() {
+        let e = sample();
+        let json = serde_json::to_vec(&e).unwrap();
+        let back: Event = serde_json::from_slice(&json).unwrap();
+        assert_eq!(back, e);
+    }
+
+    #[test]
+    fn only_stop_requests_are_control_events() {
+        let mut e = sample();
+        assert!(!e.is_control());
+        e.kind = EventKind::AgentSession(AgentSession {
+            session_id: "s".into(),
+            action: AgentSessionAction::StopRequested,
+            text: None,
+            prompt_context: None,
+            activity_id: None,
+            user: Author::default(),
+        });
+        assert!(e.is_control());
+    }
+}

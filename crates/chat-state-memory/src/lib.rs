@@ -1,0 +1,260 @@
+//! # chat-state-memory
+//!
+//! A [`StateBackend`] in process memory: the reference semantics of the contract,
+//! for single-process bots and for tests. Time is `tokio::time`, so tests that
+//! pause the clock (`#[tokio::test(start_paused = true)]`) drive lease, queue,
+//! debounce and burst expiry deterministically.
+//!
+//! State is split into shards by scope tag (platform, tenant, channel): every key
+//! one operation touches lives in one shard, so each operation is one short
+//! critical section with no `.await` inside, and work on one scope never waits
+//! behind another shard.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use chat_core::{AdmitRequest, Concurrency, Decision, StateBackend};
+//! use chat_state_memory::MemoryState;
+//! # use chat_core::{Author, DedupeKey, Event, EventId, EventKind, Message, MessageChange, Platform, ThreadRef};
+//! # fn event(id: &str) -> Event {
+//! #     Event { id: EventId::new(id), dedupe_key: DedupeKey::new(id),
+//! #         thread: ThreadRef::new(Platform::Test, "T1", "C1", "1.0"), received_at_ms: 0, attempt: 0,
+//! #         retry_reason: None, raw: Default::default(),
+//! #         kind: EventKind::Message(Message { id: id.into(), author: Author::default(), text: id.into(),
+//! #             change: MessageChange::Posted, is_mention: true, is_dm: false }) }
+//! # }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! let state = MemoryState::new();
+//! let a = event("a");
+//! let scope = a.thread.thread_scope();
+//!
+//! // The first event on an idle scope gets the lease …
+//! let first = state.admit(AdmitRequest::new(a, scope.clone(), Concurrency::queue())).await?;
+//! let Decision::Run(lease) = first.decision else { panic!("expected the lease") };
+//!
+//! // … the next one waits in the scope's queue …
+//! let second = state.admit(AdmitRequest::new(event("b"), scope, Concurrency::queue())).await?;
+//! assert!(matches!(second.decision, Decision::Queued { depth: 1, .. }));
+//!
+//! // … and is handed to the holder when it finishes, in the same atomic step.
+//! let handoff = state.finish(&lease).await?;
+//! assert!(matches!(handoff, chat_core::Handoff::Run(ref w) if w.len() == 1));
+//! # Ok::<_, chat_core::StateError>(()) }).unwrap();
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod scope;
+mod shard;
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use chat_core::{
+    Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, Handoff, Lease, Renewal,
+    ScopeKey, ScopeTag, SetMode, StateBackend, StateError, Take, ThreadRef,
+};
+use tokio::time::Instant;
+
+use crate::shard::Shard;
+
+/// Number of shards when none is given: enough that two busy scopes rarely share
+/// one on a many-core machine.
+const DEFAULT_SHARDS: usize = 64;
+
+/// The in-memory [`StateBackend`]. Cheap to share: wrap it in an `Arc`.
+#[derive(Debug)]
+pub struct MemoryState {
+    shards: Box<[Mutex<Shard>]>,
+    hasher: RandomState,
+    /// Fencing numbers come from one counter, so they grow across every grant on
+    /// every scope — and so, in particular, per scope — even after a scope's
+    /// record is dropped when it goes idle.
+    fence: AtomicU64,
+    kv: Mutex<HashMap<String, KvEntry>>,
+}
+
+#[derive(Debug)]
+struct KvEntry {
+    value: Bytes,
+    expires_at: Option<Instant>,
+}
+
+impl KvEntry {
+    fn live(&self, now: Instant) -> bool {
+        self.expires_at.is_none_or(|t| t > now)
+    }
+}
+
+impl Default for MemoryState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemoryState {
+    /// An empty backend with the default number of shards.
+    pub fn new() -> Self {
+        Self::with_shards(DEFAULT_SHARDS)
+    }
+
+    /// An empty backend with `shards` shards (at least one).
+    pub fn with_shards(shards: usize) -> Self {
+        Self {
+            shards: (0..shards.max(1))
+                .map(|_| Mutex::new(Shard::default()))
+                .collect(),
+            hasher: RandomState::new(),
+            fence: AtomicU64::new(0),
+            kv: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn shard(&self, tag: ScopeTag<'_>) -> MutexGuard<'_, Shard> {
+        let hash = self.hasher.hash_one(tag);
+        let index = usize::try_from(hash % self.shards.len() as u64).unwrap_or(0);
+        lock(&self.shards[index])
+    }
+
+    fn next_fence(&self) -> u64 {
+        self.fence.fetch_add(1, Ordering::Relaxed) + 1
+    }
+}
+
+/// A panic while a shard was locked cannot leave it half-updated (every update is
+/// a few plain assignments), so a poisoned lock is taken over.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[async_trait]
+impl StateBackend for MemoryState {
+    async fn admit(&self, request: AdmitRequest) -> Result<Admission, StateError> {
+        if request.scope.tag() != request.event.thread.thread_scope().tag() {
+            return Err(StateError::InvalidRequest(
+                "the scope's tag differs from its event's thread",
+            ));
+        }
+        let mut shard = self.shard(request.scope.tag());
+        shard.admit(&request, Instant::now(), || self.next_fence())
+    }
+
+    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Renewal, StateError> {
+        Ok(self
+            .shard(lease.scope().tag())
+            .renew(lease, ttl, Instant::now()))
+    }
+
+    async fn finish(&self, lease: &Lease) -> Result<Handoff, StateError> {
+        Ok(self
+            .shard(lease.scope().tag())
+            .finish(lease, Instant::now()))
+    }
+
+    async fn take(&self, lease: &Lease) -> Result<Take, StateError> {
+        Ok(self.shard(lease.scope().tag()).take(lease, Instant::now()))
+    }
+
+    async fn unmark(&self, thread: &ThreadRef, key: &DedupeKey) -> Result<bool, StateError> {
+        let tag = thread.thread_scope();
+        Ok(self.shard(tag.tag()).unmark(tag.tag(), key))
+    }
+
+    async fn acquire_slot(
+        &self,
+        scope: &ScopeKey,
+        max: usize,
+        ttl: Duration,
+    ) -> Result<Option<Lease>, StateError> {
+        if max == 0 {
+            return Err(StateError::InvalidRequest("a slot maximum of zero"));
+        }
+        Ok(self
+            .shard(scope.tag())
+            .acquire_slot(scope, max, ttl, Instant::now(), || self.next_fence()))
+    }
+
+    async fn request_cancel(&self, request: CancelRequest) -> Result<CancelOutcome, StateError> {
+        if request.scope.tag() != request.thread.thread_scope().tag() {
+            return Err(StateError::InvalidRequest(
+                "the scope's tag differs from its event's thread",
+            ));
+        }
+        Ok(self
+            .shard(request.scope.tag())
+            .request_cancel(&request, Instant::now()))
+    }
+
+    async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Lease>, StateError> {
+        let now = Instant::now();
+        let mut recovered = Vec::new();
+        for shard in self.shards.iter() {
+            if recovered.len() >= limit {
+                break;
+            }
+            let room = limit - recovered.len();
+            recovered.extend(lock(shard).sweep(lease_ttl, room, now, || self.next_fence()));
+        }
+        Ok(recovered)
+    }
+
+    async fn subscribe(&self, thread: &ThreadRef) -> Result<(), StateError> {
+        let scope = thread.thread_scope();
+        self.shard(scope.tag()).subscriptions.insert(thread.clone());
+        Ok(())
+    }
+
+    async fn unsubscribe(&self, thread: &ThreadRef) -> Result<bool, StateError> {
+        let scope = thread.thread_scope();
+        Ok(self.shard(scope.tag()).subscriptions.remove(thread))
+    }
+
+    async fn is_subscribed(&self, thread: &ThreadRef) -> Result<bool, StateError> {
+        let scope = thread.thread_scope();
+        Ok(self.shard(scope.tag()).subscriptions.contains(thread))
+    }
+
+    async fn kv_get(&self, key: &str) -> Result<Option<Bytes>, StateError> {
+        let now = Instant::now();
+        let mut kv = lock(&self.kv);
+        match kv.get(key) {
+            Some(e) if e.live(now) => Ok(Some(e.value.clone())),
+            Some(_) => {
+                kv.remove(key);
+                Ok(None)
+            }
+            None => Ok(None),
+        }
+    }
+
+    async fn kv_set(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<Duration>,
+        mode: SetMode,
+    ) -> Result<bool, StateError> {
+        let now = Instant::now();
+        let mut kv = lock(&self.kv);
+        if mode == SetMode::IfAbsent && kv.get(key).is_some_and(|e| e.live(now)) {
+            return Ok(false);
+        }
+        let expires_at = ttl.map(|ttl| now + ttl);
+        kv.insert(key.to_owned(), KvEntry { value, expires_at });
+        Ok(true)
+    }
+
+    async fn kv_delete(&self, key: &str) -> Result<bool, StateError> {
+        let now = Instant::now();
+        Ok(lock(&self.kv).remove(key).is_some_and(|e| e.live(now)))
+    }
+
+    async fn health(&self) -> Result<(), StateError> {
+        Ok(())
+    }
+}

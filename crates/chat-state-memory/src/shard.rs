@@ -1,0 +1,193 @@
+//! One shard: the dedupe marks, subscriptions and scope records of the scope tags
+//! that hash to it. Every method runs inside the shard's lock.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chat_core::{
+    Admission, AdmitRequest, CancelOutcome, CancelRequest, Concurrency, Decision, DedupeKey, Gate,
+    Handoff, Lease, Renewal, ScopeKey, ScopeTag, StateError, Take, ThreadRef,
+};
+use tokio::time::Instant;
+
+use crate::scope::ScopeState;
+
+#[derive(Debug, Default)]
+pub(crate) struct Shard {
+    /// Dedupe mark → its expiry. Keyed by `"{tag}\0{key}"`: keys are unique per
+    /// platform, tenant and channel.
+    dedupe: HashMap<String, Instant>,
+    /// Expiry order of `dedupe`, for purging marks nobody looks up again.
+    dedupe_expiry: BinaryHeap<Reverse<(Instant, String)>>,
+    pub(crate) subscriptions: HashSet<ThreadRef>,
+    scopes: HashMap<ScopeKey, ScopeState>,
+}
+
+fn dedupe_slot(tag: ScopeTag<'_>, key: &DedupeKey) -> String {
+    format!("{tag}\0{key}")
+}
+
+impl Shard {
+    fn purge_dedupe(&mut self, now: Instant) {
+        while let Some(Reverse((at, _))) = self.dedupe_expiry.peek() {
+            if *at > now {
+                break;
+            }
+            if let Some(Reverse((_, slot))) = self.dedupe_expiry.pop() {
+                // A mark re-set later (after unmark) carries a later expiry: keep it.
+                if self.dedupe.get(&slot).is_some_and(|exp| *exp <= now) {
+                    self.dedupe.remove(&slot);
+                }
+            }
+        }
+    }
+
+    fn is_marked(&self, slot: &str, now: Instant) -> bool {
+        self.dedupe.get(slot).is_some_and(|exp| *exp > now)
+    }
+
+    fn mark(&mut self, slot: String, ttl: Duration, now: Instant) {
+        let exp = now + ttl;
+        self.dedupe_expiry.push(Reverse((exp, slot.clone())));
+        self.dedupe.insert(slot, exp);
+    }
+
+    pub(crate) fn unmark(&mut self, tag: ScopeTag<'_>, key: &DedupeKey) -> bool {
+        self.dedupe.remove(&dedupe_slot(tag, key)).is_some()
+    }
+
+    /// Drops the scope's record once nothing is left in it.
+    fn tidy(&mut self, scope: &ScopeKey, now: Instant) {
+        if self.scopes.get_mut(scope).is_some_and(|s| s.is_idle(now)) {
+            self.scopes.remove(scope);
+        }
+    }
+
+    pub(crate) fn admit(
+        &mut self,
+        req: &AdmitRequest,
+        now: Instant,
+        next_fence: impl FnOnce() -> u64,
+    ) -> Result<Admission, StateError> {
+        validate(&req.concurrency)?;
+        self.purge_dedupe(now);
+        let subscribed = self.subscriptions.contains(&req.event.thread);
+        let slot = dedupe_slot(req.scope.tag(), &req.event.dedupe_key);
+        if self.is_marked(&slot, now) {
+            return Ok(Admission::new(Decision::Duplicate, subscribed));
+        }
+        if req.gate == Gate::Subscribed && !subscribed {
+            return Ok(Admission::new(Decision::NotSubscribed, subscribed));
+        }
+        let state = self.scopes.entry(req.scope.clone()).or_default();
+        if let Concurrency::Burst(opts) = req.concurrency
+            && state.waiting_in_batches() >= opts.max_waiting
+        {
+            self.tidy(&req.scope, now);
+            return Ok(Admission::new(Decision::Full, subscribed));
+        }
+        let decision = state.admit(
+            &req.scope,
+            Arc::clone(&req.event),
+            req.concurrency,
+            req.lease_ttl,
+            now,
+            next_fence,
+        );
+        self.mark(slot, req.dedupe_ttl, now);
+        self.tidy(&req.scope, now);
+        Ok(Admission::new(decision, subscribed))
+    }
+
+    pub(crate) fn renew(&mut self, lease: &Lease, ttl: Duration, now: Instant) -> Renewal {
+        match self.scopes.get_mut(lease.scope()) {
+            Some(state) => state.renew(lease, ttl, now),
+            None => Renewal::Lost,
+        }
+    }
+
+    pub(crate) fn finish(&mut self, lease: &Lease, now: Instant) -> Handoff {
+        let handoff = match self.scopes.get_mut(lease.scope()) {
+            Some(state) => state.finish(lease, now),
+            None => Handoff::Lost,
+        };
+        self.tidy(lease.scope(), now);
+        handoff
+    }
+
+    pub(crate) fn take(&mut self, lease: &Lease, now: Instant) -> Take {
+        match self.scopes.get_mut(lease.scope()) {
+            Some(state) => state.take(lease, now),
+            None => Take::Lost,
+        }
+    }
+
+    pub(crate) fn acquire_slot(
+        &mut self,
+        scope: &ScopeKey,
+        max: usize,
+        ttl: Duration,
+        now: Instant,
+        next_fence: impl FnOnce() -> u64,
+    ) -> Option<Lease> {
+        let lease = self
+            .scopes
+            .entry(scope.clone())
+            .or_default()
+            .acquire_slot(scope, max, ttl, now, next_fence);
+        self.tidy(scope, now);
+        lease
+    }
+
+    pub(crate) fn request_cancel(&mut self, req: &CancelRequest, now: Instant) -> CancelOutcome {
+        self.purge_dedupe(now);
+        let slot = dedupe_slot(req.scope.tag(), &req.dedupe_key);
+        if self.is_marked(&slot, now) {
+            return CancelOutcome::Duplicate;
+        }
+        self.mark(slot, req.dedupe_ttl, now);
+        let recorded = self
+            .scopes
+            .get_mut(&req.scope)
+            .is_some_and(|state| state.request_cancel(now));
+        if recorded {
+            CancelOutcome::Recorded
+        } else {
+            CancelOutcome::NoHolder
+        }
+    }
+
+    pub(crate) fn sweep(
+        &mut self,
+        lease_ttl: Duration,
+        limit: usize,
+        now: Instant,
+        mut next_fence: impl FnMut() -> u64,
+    ) -> Vec<Lease> {
+        let mut out = Vec::new();
+        for (scope, state) in &mut self.scopes {
+            if out.len() >= limit {
+                break;
+            }
+            if state.is_orphaned(now) {
+                out.push(state.grant(scope, lease_ttl, now, next_fence()));
+            }
+        }
+        out
+    }
+}
+
+fn validate(c: &Concurrency) -> Result<(), StateError> {
+    let bad = match c {
+        Concurrency::Queue(q) => (q.max_size == 0).then_some("a queue max_size of zero"),
+        Concurrency::Debounce(d) => d.interval.is_zero().then_some("a zero debounce interval"),
+        Concurrency::Burst(b) if b.window.is_zero() => Some("a zero burst window"),
+        Concurrency::Burst(b) if b.max_batch == Some(0) => Some("a burst max_batch of zero"),
+        Concurrency::Burst(b) if b.max_waiting == 0 => Some("a burst max_waiting of zero"),
+        Concurrency::Concurrent(c) if c.max == Some(0) => Some("a concurrent max of zero"),
+        _ => None,
+    };
+    bad.map_or(Ok(()), |why| Err(StateError::InvalidRequest(why)))
+}

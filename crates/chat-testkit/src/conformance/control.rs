@@ -1,0 +1,165 @@
+//! Stop requests and recovery of orphaned scopes.
+
+use chat_core::{
+    CancelOutcome, CancelRequest, Concurrency, DebounceOptions, Handoff, Renewal, StateBackend,
+};
+
+use crate::harness::{Harness, expect_handoff_run, expect_hold, expect_run, ids, ok};
+
+async fn cancel(h: &Harness, thread: &chat_core::ThreadRef, id: &str) -> CancelOutcome {
+    let e = h.event(thread, id);
+    let req = CancelRequest::new(&e, thread.thread_scope()).dedupe_ttl(h.dedupe_ttl());
+    ok("request_cancel", h.backend().request_cancel(req).await)
+}
+
+/// A stop request is recorded on the lease and reported at the holder's renewal.
+pub async fn cancel_request_reaches_the_holder_at_renewal(h: Harness) {
+    let t = h.thread("1");
+    let lease = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
+    assert!(matches!(
+        h.renew(&lease).await,
+        Renewal::Renewed {
+            cancel_requested: false
+        }
+    ));
+    assert_eq!(cancel(&h, &t, "stop").await, CancelOutcome::Recorded);
+    assert!(matches!(
+        h.renew(&lease).await,
+        Renewal::Renewed {
+            cancel_requested: true
+        }
+    ));
+}
+
+/// A stop request is deduplicated, and with no holder there is nothing to stop.
+pub async fn cancel_request_is_deduplicated_and_needs_a_holder(h: Harness) {
+    let t = h.thread("1");
+    assert_eq!(cancel(&h, &t, "stop").await, CancelOutcome::NoHolder);
+    assert_eq!(cancel(&h, &t, "stop").await, CancelOutcome::Duplicate);
+}
+
+/// `finish` clears the request: the next turn under the same lease runs.
+pub async fn cancel_request_is_cleared_by_finish(h: Harness) {
+    let t = h.thread("1");
+    let lease = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
+    h.admit(&t, "b", Concurrency::queue()).await;
+    cancel(&h, &t, "stop").await;
+    expect_handoff_run(h.finish(&lease).await);
+    assert!(matches!(
+        h.renew(&lease).await,
+        Renewal::Renewed {
+            cancel_requested: false
+        }
+    ));
+}
+
+/// A sweep grants a lease on a scope whose holder died with entries waiting.
+pub async fn sweep_claims_an_orphaned_queue(h: Harness) {
+    let t = h.thread("1");
+    let dead = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
+    h.admit(&t, "b", Concurrency::queue()).await;
+    h.advance(h.lease_ttl() + h.t(1)).await;
+    let leases = ok("sweep", h.backend().sweep(h.lease_ttl(), 1000).await);
+    let mine: Vec<_> = leases
+        .iter()
+        .filter(|l| l.scope() == dead.scope())
+        .collect();
+    assert_eq!(
+        mine.len(),
+        1,
+        "sweep found {} leases on the scope",
+        mine.len()
+    );
+    assert!(mine[0].fence() > dead.fence());
+    assert_eq!(ids(&expect_handoff_run(h.finish(mine[0]).await)), ["b"]);
+    assert!(matches!(h.finish(mine[0]).await, Handoff::Released));
+}
+
+/// A sweep leaves held scopes and scopes with nothing waiting alone.
+pub async fn sweep_ignores_held_and_idle_scopes(h: Harness) {
+    let held = h.thread("1");
+    let idle = h.thread("2");
+    let lease = expect_run(&h.admit(&held, "a", Concurrency::queue()).await);
+    h.admit(&held, "b", Concurrency::queue()).await;
+    let l2 = expect_run(&h.admit(&idle, "c", Concurrency::queue()).await);
+    h.finish(&l2).await;
+    let leases = ok("sweep", h.backend().sweep(h.lease_ttl(), 1000).await);
+    let tenant = h.tenant();
+    assert!(
+        leases.iter().all(|l| l.scope().tenant.as_str() != tenant),
+        "sweep claimed a scope of this case: {leases:?}"
+    );
+    assert!(matches!(h.renew(&lease).await, Renewal::Renewed { .. }));
+}
+
+/// A sweep also recovers a debounce event left pending by a dead holder.
+pub async fn sweep_claims_an_orphaned_debounce_pending(h: Harness) {
+    let t = h.thread("1");
+    let c = Concurrency::Debounce(DebounceOptions::default().interval(h.t(1)));
+    let dead = expect_hold(&h.admit(&t, "a", c).await);
+    h.advance(h.lease_ttl() + h.t(1)).await;
+    let leases = ok("sweep", h.backend().sweep(h.lease_ttl(), 1000).await);
+    let lease = leases
+        .into_iter()
+        .find(|l| l.scope() == dead.scope())
+        .unwrap_or_else(|| panic!("the orphaned pending event was not claimed"));
+    assert_eq!(ids(&expect_handoff_run(h.finish(&lease).await)), ["a"]);
+}
+
+/// The backend answers its health check.
+pub async fn health_check_answers(h: Harness) {
+    ok("health", h.backend().health().await);
+}
+
+/// KV: set, get, overwrite, delete.
+pub async fn kv_set_get_delete(h: Harness) {
+    let b: &dyn StateBackend = h.backend().as_ref();
+    let key = format!("{}:k", h.tenant());
+    assert_eq!(ok("get", b.kv_get(&key).await), None);
+    assert!(ok(
+        "set",
+        b.kv_set(&key, "v1".into(), None, Default::default()).await
+    ));
+    assert_eq!(ok("get", b.kv_get(&key).await).as_deref(), Some(&b"v1"[..]));
+    assert!(ok(
+        "set",
+        b.kv_set(&key, "v2".into(), None, Default::default()).await
+    ));
+    assert_eq!(ok("get", b.kv_get(&key).await).as_deref(), Some(&b"v2"[..]));
+    assert!(ok("delete", b.kv_delete(&key).await));
+    assert!(!ok("delete", b.kv_delete(&key).await));
+    assert_eq!(ok("get", b.kv_get(&key).await), None);
+}
+
+/// KV: an entry with a TTL is gone after it.
+pub async fn kv_entries_expire(h: Harness) {
+    let b = h.backend();
+    let key = format!("{}:ttl", h.tenant());
+    ok(
+        "set",
+        b.kv_set(&key, "v".into(), Some(h.t(2)), Default::default())
+            .await,
+    );
+    h.advance(h.t(1)).await;
+    assert!(ok("get", b.kv_get(&key).await).is_some());
+    h.advance(h.t(2)).await;
+    assert_eq!(ok("get", b.kv_get(&key).await), None);
+}
+
+/// KV: `IfAbsent` writes only when the key is absent (or expired).
+pub async fn kv_set_if_absent(h: Harness) {
+    let b = h.backend();
+    let key = format!("{}:nx", h.tenant());
+    let nx = chat_core::SetMode::IfAbsent;
+    assert!(ok(
+        "set",
+        b.kv_set(&key, "first".into(), Some(h.t(2)), nx).await
+    ));
+    assert!(!ok("set", b.kv_set(&key, "second".into(), None, nx).await));
+    assert_eq!(
+        ok("get", b.kv_get(&key).await).as_deref(),
+        Some(&b"first"[..])
+    );
+    h.advance(h.t(3)).await;
+    assert!(ok("set", b.kv_set(&key, "third".into(), None, nx).await));
+}

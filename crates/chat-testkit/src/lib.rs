@@ -1,0 +1,36 @@
+//! # chat-testkit
+//!
+//! Test support for chat-rs bots and backends:
+//!
+//! * [`conformance`]: the [`StateBackend`](chat_core::StateBackend) conformance
+//!   suite. A backend is correct when it passes every case; each backend's tests
+//!   run it with [`state_backend_conformance!`].
+//! * [`Harness`]: a backend plus a clock (tokio's paused clock, or real time for
+//!   backends whose clock is elsewhere), and builders for events on threads no
+//!   other test uses.
+//! * [`EventBuilder`]: normalized events for handler tests.
+//!
+//! ```
+//! use chat_core::{Concurrency, Decision};
+//! use chat_testkit::Harness;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
+//! let h = Harness::paused(chat_state_memory::MemoryState::new());
+//! let thread = h.thread("1");
+//! let first = h.admit(&thread, "a", Concurrency::Drop).await;
+//! assert!(matches!(first.decision, Decision::Run(_)));
+//! let second = h.admit(&thread, "b", Concurrency::Drop).await;
+//! assert!(matches!(second.decision, Decision::Dropped(_)));
+//! # });
+//! ```
+
+#![forbid(unsafe_code)]
+
+pub mod conformance;
+pub mod events;
+mod harness;
+
+pub use events::{EventBuilder, user};
+pub use harness::{
+    Clock, Harness, expect_handoff_run, expect_hold, expect_run, expect_wait, ids, ok,
+};
