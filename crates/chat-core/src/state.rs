@@ -476,6 +476,16 @@ pub trait StateBackend: Send + Sync + 'static {
     /// what is ready while keeping the scope. Only the owner may take.
     async fn take(&self, lease: &Lease) -> Result<Take, StateError>;
 
+    /// Gives the lease up **without** taking waiting entries (shutdown): they stay
+    /// for the next admit on the scope or a [`sweep`](Self::sweep), so another
+    /// replica takes over at once. Returns whether the token still owned the
+    /// scope. The default renews with a 1 ms TTL so the lease lapses at once;
+    /// backends override it with a direct, token-checked delete.
+    async fn release(&self, lease: &Lease) -> Result<bool, StateError> {
+        let r = self.renew(lease, Duration::from_millis(1)).await?;
+        Ok(matches!(r, Renewal::Renewed { .. }))
+    }
+
     /// Removes a dedupe mark, so a platform retry of the event runs (sync dispatch,
     /// after a handler failed before the acknowledgement). Returns whether a mark
     /// was removed.

@@ -160,6 +160,12 @@ impl StateBackend for MemoryState {
         Ok(self.shard(lease.scope().tag()).take(lease, Instant::now()))
     }
 
+    async fn release(&self, lease: &Lease) -> Result<bool, StateError> {
+        Ok(self
+            .shard(lease.scope().tag())
+            .release(lease, Instant::now()))
+    }
+
     async fn unmark(&self, thread: &ThreadRef, key: &DedupeKey) -> Result<bool, StateError> {
         let tag = thread.thread_scope();
         Ok(self.shard(tag.tag()).unmark(tag.tag(), key))

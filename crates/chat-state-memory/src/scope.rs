@@ -303,6 +303,20 @@ impl ScopeState {
         }
     }
 
+    pub(crate) fn release(&mut self, lease: &Lease, now: Instant) -> bool {
+        if lease.kind() == LeaseKind::Slot {
+            return self
+                .slots
+                .remove(lease.token())
+                .is_some_and(|s| s.expires_at > now);
+        }
+        if self.owned_by(lease, now).is_none() {
+            return false;
+        }
+        self.lease = None;
+        true
+    }
+
     pub(crate) fn take(&mut self, lease: &Lease, now: Instant) -> Take {
         if lease.kind() == LeaseKind::Slot {
             return Take::Empty;

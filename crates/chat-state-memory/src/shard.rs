@@ -117,6 +117,15 @@ impl Shard {
         handoff
     }
 
+    pub(crate) fn release(&mut self, lease: &Lease, now: Instant) -> bool {
+        let released = self
+            .scopes
+            .get_mut(lease.scope())
+            .is_some_and(|state| state.release(lease, now));
+        self.tidy(lease.scope(), now);
+        released
+    }
+
     pub(crate) fn take(&mut self, lease: &Lease, now: Instant) -> Take {
         match self.scopes.get_mut(lease.scope()) {
             Some(state) => state.take(lease, now),

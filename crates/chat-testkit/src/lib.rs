@@ -9,6 +9,8 @@
 //!   backends whose clock is elsewhere), and builders for events on threads no
 //!   other test uses.
 //! * [`EventBuilder`]: normalized events for handler tests.
+//! * [`ScriptedAdapter`]: a platform adapter for runtime tests, whose deliveries
+//!   are serialized events and whose posts are recorded.
 //!
 //! ```
 //! use chat_core::{Concurrency, Decision};
@@ -26,10 +28,12 @@
 
 #![forbid(unsafe_code)]
 
+mod adapter;
 pub mod conformance;
 pub mod events;
 mod harness;
 
+pub use adapter::{SIGNATURE_HEADER, ScriptedAdapter};
 pub use events::{EventBuilder, user};
 pub use harness::{
     Clock, Harness, expect_handoff_run, expect_hold, expect_run, expect_wait, ids, ok,

@@ -163,3 +163,24 @@ pub async fn kv_set_if_absent(h: Harness) {
     h.advance(h.t(3)).await;
     assert!(ok("set", b.kv_set(&key, "third".into(), None, nx).await));
 }
+
+/// `release` gives the lease up and leaves waiting entries for the next holder.
+pub async fn release_leaves_waiting_entries_for_the_next_holder(h: Harness) {
+    let t = h.thread("1");
+    let lease = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
+    h.admit(&t, "b", Concurrency::queue()).await;
+    assert!(ok("release", h.backend().release(&lease).await));
+    assert!(matches!(h.renew(&lease).await, Renewal::Lost));
+    let next = expect_hold(&h.admit(&t, "c", Concurrency::queue()).await);
+    assert_eq!(ids(&expect_handoff_run(h.finish(&next).await)), ["b", "c"]);
+}
+
+/// `release` with a stale token changes nothing.
+pub async fn release_with_a_stale_token_changes_nothing(h: Harness) {
+    let t = h.thread("1");
+    let old = expect_run(&h.admit(&t, "a", Concurrency::Drop).await);
+    h.advance(h.lease_ttl() + h.t(1)).await;
+    let new = expect_run(&h.admit(&t, "b", Concurrency::Drop).await);
+    assert!(!ok("release", h.backend().release(&old).await));
+    assert!(matches!(h.renew(&new).await, Renewal::Renewed { .. }));
+}

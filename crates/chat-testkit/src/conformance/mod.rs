@@ -89,6 +89,8 @@ macro_rules! __conformance_cases {
             cancel_request_reaches_the_holder_at_renewal,
             cancel_request_is_deduplicated_and_needs_a_holder,
             cancel_request_is_cleared_by_finish,
+            release_leaves_waiting_entries_for_the_next_holder,
+            release_with_a_stale_token_changes_nothing,
             sweep_claims_an_orphaned_queue,
             sweep_ignores_held_and_idle_scopes,
             sweep_claims_an_orphaned_debounce_pending,

@@ -1,0 +1,102 @@
+//! Admission control: `MaxDetached` and `MaxDetachedPerTenant`, checked before any
+//! state is touched. A permit is owned by the detached work it admits and released
+//! when that work (lease cleanup included) is done.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use chat_core::TenantId;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+type TenantCounts = Arc<Mutex<HashMap<TenantId, usize>>>;
+
+#[derive(Debug)]
+pub(crate) struct Admission {
+    global: Arc<Semaphore>,
+    per_tenant: Option<(usize, TenantCounts)>,
+}
+
+/// One admitted unit of detached work. Dropping it frees its place.
+#[derive(Debug)]
+pub(crate) struct Permit {
+    _global: OwnedSemaphorePermit,
+    _tenant: Option<TenantGuard>,
+}
+
+#[derive(Debug)]
+struct TenantGuard {
+    tenant: TenantId,
+    counts: TenantCounts,
+}
+
+impl Drop for TenantGuard {
+    fn drop(&mut self) {
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = counts.get_mut(&self.tenant) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                counts.remove(&self.tenant);
+            }
+        }
+    }
+}
+
+impl Admission {
+    pub(crate) fn new(max: usize, per_tenant: Option<usize>) -> Self {
+        Self {
+            global: Arc::new(Semaphore::new(max)),
+            per_tenant: per_tenant.map(|m| (m, Arc::default())),
+        }
+    }
+
+    /// A permit, or `None` at either cap. Never waits.
+    pub(crate) fn try_admit(&self, tenant: &TenantId) -> Option<Permit> {
+        let global = Arc::clone(&self.global).try_acquire_owned().ok()?;
+        let tenant = match &self.per_tenant {
+            None => None,
+            Some((max, counts)) => {
+                let mut map = counts.lock().unwrap_or_else(PoisonError::into_inner);
+                let n = map.entry(tenant.clone()).or_insert(0);
+                if *n >= *max {
+                    return None;
+                }
+                *n += 1;
+                Some(TenantGuard {
+                    tenant: tenant.clone(),
+                    counts: Arc::clone(counts),
+                })
+            }
+        };
+        Some(Permit {
+            _global: global,
+            _tenant: tenant,
+        })
+    }
+
+    /// Places in use.
+    pub(crate) fn in_use(&self, max: usize) -> usize {
+        max.saturating_sub(self.global.available_permits())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permits_are_bounded_globally_and_per_tenant() {
+        let a = Admission::new(3, Some(2));
+        let t1 = TenantId::new("T1");
+        let t2 = TenantId::new("T2");
+        let p1 = a.try_admit(&t1).unwrap();
+        let _p2 = a.try_admit(&t1).unwrap();
+        assert!(a.try_admit(&t1).is_none(), "tenant cap");
+        let _p3 = a.try_admit(&t2).unwrap();
+        assert!(a.try_admit(&t2).is_none(), "global cap");
+        drop(p1);
+        assert!(
+            a.try_admit(&t1).is_some(),
+            "a dropped permit frees its place"
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! [`Ctx`]: what a handler gets besides its event — the thread to answer in,
+//! subscriptions, the events it supersedes, its deadline and its cancellation.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use chat_core::{
+    AdapterError, Event, MessageRef, OutboundMessage, PlatformAdapter, StateBackend, StateError,
+    ThreadRef,
+};
+use tokio::time::Instant;
+
+use crate::cancel::{Cancel, CancelCause};
+
+/// The context of one handler run. Cheap to clone.
+#[derive(Clone)]
+pub struct Ctx {
+    inner: Arc<CtxInner>,
+}
+
+struct CtxInner {
+    state: Arc<dyn StateBackend>,
+    adapter: Arc<dyn PlatformAdapter>,
+    thread: ThreadRef,
+    skipped: Vec<Arc<Event>>,
+    deadline: Option<Instant>,
+    cancel: Cancel,
+    fence: Option<u64>,
+    posted: Arc<AtomicBool>,
+}
+
+pub(crate) struct CtxParts {
+    pub(crate) state: Arc<dyn StateBackend>,
+    pub(crate) adapter: Arc<dyn PlatformAdapter>,
+    pub(crate) thread: ThreadRef,
+    pub(crate) skipped: Vec<Arc<Event>>,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) cancel: Cancel,
+    pub(crate) fence: Option<u64>,
+    pub(crate) posted: Arc<AtomicBool>,
+}
+
+impl Ctx {
+    pub(crate) fn new(p: CtxParts) -> Self {
+        Self {
+            inner: Arc::new(CtxInner {
+                state: p.state,
+                adapter: p.adapter,
+                thread: p.thread,
+                skipped: p.skipped,
+                deadline: p.deadline,
+                cancel: p.cancel,
+                fence: p.fence,
+                posted: p.posted,
+            }),
+        }
+    }
+
+    /// The thread the event belongs to, to answer in.
+    pub fn thread(&self) -> Thread {
+        Thread {
+            adapter: Arc::clone(&self.inner.adapter),
+            thread: self.inner.thread.clone(),
+            posted: Arc::clone(&self.inner.posted),
+        }
+    }
+
+    /// Subscribes the bot to this thread: later plain messages in it go to the
+    /// subscribed-message handler.
+    pub async fn subscribe(&self) -> Result<(), StateError> {
+        self.inner.state.subscribe(&self.inner.thread).await
+    }
+
+    /// Unsubscribes from this thread; returns whether it was subscribed.
+    pub async fn unsubscribe(&self) -> Result<bool, StateError> {
+        self.inner.state.unsubscribe(&self.inner.thread).await
+    }
+
+    /// Whether this thread is subscribed.
+    pub async fn is_subscribed(&self) -> Result<bool, StateError> {
+        self.inner.state.is_subscribed(&self.inner.thread).await
+    }
+
+    /// The events that arrived while the previous handler was busy and that this
+    /// run supersedes, in the order they joined (queue, burst collapse). Empty
+    /// otherwise.
+    pub fn skipped(&self) -> &[Arc<Event>] {
+        &self.inner.skipped
+    }
+
+    /// Events received since the last handler ran: `skipped().len() + 1`.
+    pub fn total_since_last_handler(&self) -> usize {
+        self.inner.skipped.len() + 1
+    }
+
+    /// When the run's budget ends (deferred dispatch), on tokio's clock.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.inner.deadline
+    }
+
+    /// Resolves when the run is cancelled; see [`cancel_cause`](Self::cancel_cause).
+    /// Cancellation is cooperative: race your work against it.
+    pub async fn cancelled(&self) {
+        self.inner.cancel.token().cancelled().await;
+    }
+
+    /// Whether the run was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// Why the run was cancelled, once it was.
+    pub fn cancel_cause(&self) -> Option<CancelCause> {
+        self.inner.cancel.cause()
+    }
+
+    /// The fencing number of the lease this run holds (none for unlocked runs). A
+    /// lease is not a fence: a paused holder can outlive its lease, so a handler
+    /// writing to its own store should reject writes older than the newest fence.
+    pub fn fence(&self) -> Option<u64> {
+        self.inner.fence
+    }
+
+    /// The state backend, for the bot's own KV use.
+    pub fn state(&self) -> &Arc<dyn StateBackend> {
+        &self.inner.state
+    }
+}
+
+/// A conversation to post into. From [`Ctx::thread`].
+#[derive(Clone)]
+pub struct Thread {
+    adapter: Arc<dyn PlatformAdapter>,
+    thread: ThreadRef,
+    posted: Arc<AtomicBool>,
+}
+
+impl Thread {
+    /// The thread's identity.
+    pub fn id(&self) -> &ThreadRef {
+        &self.thread
+    }
+
+    /// Posts a message (plain text from a `&str` / `String`, or an
+    /// [`OutboundMessage`] for Markdown).
+    pub async fn post(
+        &self,
+        message: impl Into<OutboundMessage>,
+    ) -> Result<MessageRef, AdapterError> {
+        let r = self.adapter.post(&self.thread, &message.into()).await;
+        if r.is_ok() {
+            self.posted.store(true, Ordering::Release);
+        }
+        r
+    }
+
+    /// Replaces a message the bot posted.
+    pub async fn edit(
+        &self,
+        message: &MessageRef,
+        content: impl Into<OutboundMessage>,
+    ) -> Result<(), AdapterError> {
+        self.adapter.edit(message, &content.into()).await
+    }
+
+    /// Deletes a message the bot posted.
+    pub async fn delete(&self, message: &MessageRef) -> Result<(), AdapterError> {
+        self.adapter.delete(message).await
+    }
+
+    /// Reacts to a message (emoji name without colons).
+    pub async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
+        self.adapter.react(message, emoji).await
+    }
+
+    /// Shows a "working on it" status, or clears it with `None`.
+    pub async fn set_status(&self, status: Option<&str>) -> Result<(), AdapterError> {
+        self.adapter.set_status(&self.thread, status).await
+    }
+}

@@ -1,0 +1,51 @@
+//! Handlers: async functions `(Ctx, Event) -> Result<(), E>`, erased so the
+//! runtime can hold them.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use chat_core::{BoxError, Event};
+
+use crate::ctx::Ctx;
+
+/// A boxed handler future.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send + 'static>>;
+
+/// An event handler: any `async` function or closure taking the context and the
+/// event and returning `Result<(), E>` for an error type `E` that converts into a
+/// boxed error.
+///
+/// ```
+/// use chat_runtime::{Ctx, Event};
+///
+/// async fn echo(ctx: Ctx, event: Event) -> Result<(), chat_runtime::BoxError> {
+///     ctx.thread().post(format!("echo: {}", event.text().unwrap_or(""))).await?;
+///     Ok(())
+/// }
+/// # fn assert_handler<H: chat_runtime::Handler>(_: H) {}
+/// # assert_handler(echo);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a chat-rs handler",
+    label = "expected an async fn or closure `(Ctx, Event) -> Result<(), E>`",
+    note = "a handler takes `(chat_runtime::Ctx, chat_runtime::Event)`, returns a `Send` future of `Result<(), E>` where `E: Into<BoxError>`, and is `Send + Sync + 'static`"
+)]
+pub trait Handler: Send + Sync + 'static {
+    /// Runs the handler.
+    fn call(&self, ctx: Ctx, event: Event) -> HandlerFuture;
+}
+
+impl<F, Fut, E> Handler for F
+where
+    F: Fn(Ctx, Event) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), E>> + Send + 'static,
+    E: Into<BoxError>,
+{
+    fn call(&self, ctx: Ctx, event: Event) -> HandlerFuture {
+        let fut = self(ctx, event);
+        Box::pin(async move { fut.await.map_err(Into::into) })
+    }
+}
+
+pub(crate) type SharedHandler = Arc<dyn Handler>;

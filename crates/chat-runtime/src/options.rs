@@ -1,0 +1,248 @@
+//! [`RuntimeOptions`], their defaults, and the checks `build()` runs on them.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chat_core::{Concurrency, Event};
+
+/// When the handler runs relative to the platform's acknowledgement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Dispatch {
+    /// The handler runs before the acknowledgement; a failure is answered so the
+    /// platform retries. For fast handlers.
+    #[default]
+    Sync,
+    /// The acknowledgement is sent at once; the handler runs detached, with a
+    /// budget of [`RuntimeOptions::detach_timeout`].
+    Deferred,
+}
+
+/// What one lease serializes.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub enum LockScope {
+    /// The adapter's default (thread for Slack and Linear).
+    #[default]
+    Adapter,
+    /// One lease per thread.
+    Thread,
+    /// One lease per channel: every thread of a channel waits for the others.
+    Channel,
+    /// Chosen per event.
+    Function(Arc<dyn Fn(&Event) -> ScopeChoice + Send + Sync>),
+}
+
+impl LockScope {
+    /// A lock scope chosen per event by `f`.
+    pub fn function(f: impl Fn(&Event) -> ScopeChoice + Send + Sync + 'static) -> Self {
+        Self::Function(Arc::new(f))
+    }
+}
+
+impl fmt::Debug for LockScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Adapter => f.write_str("Adapter"),
+            Self::Thread => f.write_str("Thread"),
+            Self::Channel => f.write_str("Channel"),
+            Self::Function(_) => f.write_str("Function(..)"),
+        }
+    }
+}
+
+/// What a [`LockScope::Function`] picks for one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ScopeChoice {
+    /// The event's thread.
+    Thread,
+    /// The event's whole channel.
+    Channel,
+}
+
+/// Every setting of the runtime. Start from [`RuntimeOptions::default()`] and
+/// change what you need with struct-update syntax, so nothing is silently reset:
+///
+/// ```
+/// use std::time::Duration;
+/// use chat_runtime::{Concurrency, Dispatch, RuntimeOptions};
+///
+/// let options = RuntimeOptions {
+///     dispatch: Dispatch::Deferred,
+///     detach_timeout: Duration::from_secs(300),
+///     concurrency: Concurrency::queue(),
+///     ..RuntimeOptions::default()
+/// };
+/// assert_eq!(options.max_detached, 1024);
+/// ```
+///
+/// The struct is deliberately exhaustive so that struct-update syntax works; new
+/// options are only ever added with a default.
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    /// Sync (default) or deferred dispatch.
+    pub dispatch: Dispatch,
+    /// The strategy for overlapping events on one scope. Default `Drop`.
+    pub concurrency: Concurrency,
+    /// The budget of detached work, from acceptance: waiting (queue, debounce,
+    /// slot) and running. Required (non-zero) under deferred dispatch, and under
+    /// sync dispatch with `Queue` (handed-off entries run detached). Default zero.
+    pub detach_timeout: Duration,
+    /// The cap on admitted-but-incomplete detached work in this process. At the cap
+    /// a delivery is refused before any state is touched. Default 1024.
+    pub max_detached: usize,
+    /// The cap on one tenant's share of `max_detached`. Default none.
+    pub max_detached_per_tenant: Option<usize>,
+    /// How long an event's dedupe mark lives. Default 24 h (Linear retries reach 6 h).
+    pub dedupe_ttl: Duration,
+    /// The lease TTL; the lease is renewed every third of it. Default 30 s.
+    pub lock_ttl: Duration,
+    /// How long one handler run may keep renewing its lease; after it the lease
+    /// lapses at its TTL and the handler is cancelled as preempted. Default 10 min.
+    pub max_lock_lifetime: Duration,
+    /// What a lease serializes. Default: the adapter's choice.
+    pub lock_scope: LockScope,
+    /// How long a sync delivery under `Concurrent{max}` waits for a slot inside its
+    /// request before it is refused so the platform retries. Default 2 s.
+    pub sync_slot_wait: Duration,
+    /// How often the runtime looks for scopes whose holder died with entries
+    /// waiting, and runs them. `None` turns the sweep off. Default 30 s.
+    pub sweep_interval: Option<Duration>,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        Self {
+            dispatch: Dispatch::Sync,
+            concurrency: Concurrency::Drop,
+            detach_timeout: Duration::ZERO,
+            max_detached: 1024,
+            max_detached_per_tenant: None,
+            dedupe_ttl: Duration::from_secs(24 * 60 * 60),
+            lock_ttl: Duration::from_secs(30),
+            max_lock_lifetime: Duration::from_secs(10 * 60),
+            lock_scope: LockScope::Adapter,
+            sync_slot_wait: Duration::from_secs(2),
+            sweep_interval: Some(Duration::from_secs(30)),
+        }
+    }
+}
+
+/// Why [`BotBuilder::build`](crate::BotBuilder::build) refused a configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// No state backend was given.
+    #[error("no state backend: call .state(..)")]
+    NoState,
+    /// No adapter was given.
+    #[error("no platform adapter: call .adapter(..)")]
+    NoAdapter,
+    /// Two adapters share a name (webhook routes are named after adapters).
+    #[error("two adapters are named {0:?}")]
+    DuplicateAdapter(String),
+    /// Deferred dispatch (or `Queue` under sync dispatch) needs a budget.
+    #[error("detach_timeout must be positive under {0}")]
+    DetachTimeoutRequired(&'static str),
+    /// `max_detached` is zero.
+    #[error("max_detached must be positive")]
+    MaxDetachedZero,
+    /// `max_detached_per_tenant` is zero.
+    #[error("max_detached_per_tenant must be positive when set")]
+    MaxDetachedPerTenantZero,
+    /// A debounce interval of zero.
+    #[error("the debounce interval must be positive")]
+    ZeroDebounceInterval,
+    /// A burst window of zero.
+    #[error("the burst window must be positive")]
+    ZeroBurstWindow,
+    /// A burst `max_batch` or `max_waiting` of zero.
+    #[error("burst max_batch and max_waiting must be positive")]
+    ZeroBurstBound,
+    /// A queue `max_size` of zero.
+    #[error("the queue max_size must be positive")]
+    ZeroQueueSize,
+    /// `Concurrent{max}` with a max of zero would deadlock.
+    #[error("max_concurrent must be positive")]
+    ZeroMaxConcurrent,
+    /// Debounce and burst wait before they run, which only deferred dispatch can.
+    #[error("the {0} strategy needs deferred dispatch")]
+    StrategyNeedsDeferred(&'static str),
+    /// The budget must outlast the debounce interval, or nothing could ever run.
+    #[error(
+        "detach_timeout ({detach_timeout:?}) must be longer than the debounce interval ({interval:?})"
+    )]
+    DetachTimeoutNotAboveDebounce {
+        /// The configured budget.
+        detach_timeout: Duration,
+        /// The debounce interval.
+        interval: Duration,
+    },
+    /// A `on_new_message` pattern is not a valid regular expression.
+    #[error("invalid message pattern {0:?}")]
+    InvalidPattern(String),
+    /// A lock TTL of zero.
+    #[error("lock_ttl must be positive")]
+    ZeroLockTtl,
+}
+
+impl RuntimeOptions {
+    /// Checks the combination; `build()` calls this.
+    pub fn validate(&self) -> Result<(), BuildError> {
+        let deferred = self.dispatch == Dispatch::Deferred;
+        if self.max_detached == 0 {
+            return Err(BuildError::MaxDetachedZero);
+        }
+        if self.max_detached_per_tenant == Some(0) {
+            return Err(BuildError::MaxDetachedPerTenantZero);
+        }
+        if self.lock_ttl.is_zero() {
+            return Err(BuildError::ZeroLockTtl);
+        }
+        if deferred && self.detach_timeout.is_zero() {
+            return Err(BuildError::DetachTimeoutRequired("deferred dispatch"));
+        }
+        match self.concurrency {
+            Concurrency::Queue(q) => {
+                if q.max_size == 0 {
+                    return Err(BuildError::ZeroQueueSize);
+                }
+                if !deferred && self.detach_timeout.is_zero() {
+                    return Err(BuildError::DetachTimeoutRequired("the queue strategy"));
+                }
+            }
+            Concurrency::Debounce(d) => {
+                if d.interval.is_zero() {
+                    return Err(BuildError::ZeroDebounceInterval);
+                }
+                if !deferred {
+                    return Err(BuildError::StrategyNeedsDeferred("debounce"));
+                }
+                if self.detach_timeout <= d.interval {
+                    return Err(BuildError::DetachTimeoutNotAboveDebounce {
+                        detach_timeout: self.detach_timeout,
+                        interval: d.interval,
+                    });
+                }
+            }
+            Concurrency::Burst(b) => {
+                if b.window.is_zero() {
+                    return Err(BuildError::ZeroBurstWindow);
+                }
+                if b.max_batch == Some(0) || b.max_waiting == 0 {
+                    return Err(BuildError::ZeroBurstBound);
+                }
+                if !deferred {
+                    return Err(BuildError::StrategyNeedsDeferred("burst"));
+                }
+            }
+            Concurrency::Concurrent(c) if c.max == Some(0) => {
+                return Err(BuildError::ZeroMaxConcurrent);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}

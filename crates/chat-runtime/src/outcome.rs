@@ -1,0 +1,153 @@
+//! Outcomes: every accepted delivery ends in exactly one, recorded as a `tracing`
+//! event with a stable name and handed to the registered [`Observer`]s.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chat_core::{Event, EventId, ThreadRef};
+
+/// How one delivery ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The handler ran and returned `Ok`.
+    Ran,
+    /// The handler ran and returned an error (or panicked).
+    Failed,
+    /// The delivery was seen before.
+    Duplicate,
+    /// Acknowledged and not kept: scope busy under `Drop`, queue full, or evicted.
+    Dropped,
+    /// A newer event ran in its place (queue, debounce, burst collapse); it was
+    /// handed to that run as skipped where the strategy does so.
+    Superseded,
+    /// It waited longer than its queue entry TTL or its budget allowed.
+    Expired,
+    /// Its handler lost the lease (renewal failed or the lease expired) and was
+    /// cancelled.
+    Preempted,
+    /// Its handler ran past the budget and was cancelled.
+    DeadlineExceeded,
+    /// Its handler was cancelled by shutdown or a stop request.
+    Cancelled,
+    /// Refused before the acknowledgement (at capacity, a bound, shutting down, a
+    /// failure before the ack): the platform will retry it.
+    Rejected,
+    /// No handler wants it (or it is the bot's own message).
+    Ignored,
+}
+
+impl Outcome {
+    /// The stable name of the outcome's `tracing` event.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Ran => "handler-ran",
+            Self::Failed => "handler-failed",
+            Self::Duplicate => "message-duplicate",
+            Self::Dropped => "message-dropped",
+            Self::Superseded => "message-superseded",
+            Self::Expired => "message-expired",
+            Self::Preempted => "message-preempted",
+            Self::DeadlineExceeded => "message-deadline-exceeded",
+            Self::Cancelled => "message-cancelled",
+            Self::Rejected => "message-rejected",
+            Self::Ignored => "message-ignored",
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One recorded outcome.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct OutcomeRecord {
+    /// The delivery's event id (empty when it was refused before parsing).
+    pub event_id: EventId,
+    /// Its thread, when known.
+    pub thread: Option<ThreadRef>,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// A short machine-readable reason (`busy`, `queue-full`, `at-capacity`, …).
+    pub reason: &'static str,
+    /// For handler runs: how long the handler ran.
+    pub ran_for: Option<Duration>,
+    /// For cancelled handler runs: how long the handler took to return after it
+    /// was cancelled.
+    pub cancel_latency: Option<Duration>,
+}
+
+/// Receives every outcome. Register with
+/// [`BotBuilder::observer`](crate::BotBuilder::observer); tests use it to count.
+/// Called inline: keep it quick and never block.
+pub trait Observer: Send + Sync + 'static {
+    /// Called once per outcome.
+    fn on_outcome(&self, record: &OutcomeRecord);
+}
+
+impl<F: Fn(&OutcomeRecord) + Send + Sync + 'static> Observer for F {
+    fn on_outcome(&self, record: &OutcomeRecord) {
+        self(record);
+    }
+}
+
+/// Records outcomes: a `tracing` event with the outcome's stable name, then each
+/// observer.
+#[derive(Clone, Default)]
+pub(crate) struct Recorder {
+    observers: Vec<Arc<dyn Observer>>,
+}
+
+impl Recorder {
+    pub(crate) fn new(observers: Vec<Arc<dyn Observer>>) -> Self {
+        Self { observers }
+    }
+
+    pub(crate) fn event(&self, event: &Event, outcome: Outcome, reason: &'static str) {
+        self.record(&OutcomeRecord {
+            event_id: event.id.clone(),
+            thread: Some(event.thread.clone()),
+            outcome,
+            reason,
+            ran_for: None,
+            cancel_latency: None,
+        });
+    }
+
+    pub(crate) fn record(&self, r: &OutcomeRecord) {
+        let id = r.event_id.as_str();
+        let thread = r
+            .thread
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let reason = r.reason;
+        // `tracing` needs the event name as a literal, hence one arm per outcome.
+        macro_rules! emit {
+            ($level:ident, $name:literal) => {
+                tracing::$level!(name: $name, event_id = id, thread = thread.as_str(), reason, ran_for = ?r.ran_for, cancel_latency = ?r.cancel_latency)
+            };
+        }
+        match r.outcome {
+            Outcome::Ran => emit!(debug, "handler-ran"),
+            Outcome::Failed => emit!(warn, "handler-failed"),
+            Outcome::Duplicate => emit!(debug, "message-duplicate"),
+            Outcome::Dropped => emit!(info, "message-dropped"),
+            Outcome::Superseded => emit!(info, "message-superseded"),
+            Outcome::Expired => emit!(info, "message-expired"),
+            Outcome::Preempted => emit!(warn, "message-preempted"),
+            Outcome::DeadlineExceeded => emit!(warn, "message-deadline-exceeded"),
+            Outcome::Cancelled => emit!(info, "message-cancelled"),
+            Outcome::Rejected => emit!(info, "message-rejected"),
+            Outcome::Ignored => emit!(debug, "message-ignored"),
+        }
+        for o in &self.observers {
+            o.on_outcome(r);
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! The webhook endpoint: a `tower::Service` per adapter.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use chat_core::{BoxError, PlatformAdapter, Verdict, WebhookError};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+
+use crate::bot::Bot;
+
+/// The webhook of one adapter, from [`Bot::webhook`]. A
+/// `tower::Service<http::Request<B>>` for any body `B`, with `Error = Infallible`;
+/// mount it in axum with `route_service`, or serve it with hyper.
+///
+/// It reads the body up to the adapter's cap (413 past it), then runs the ack
+/// path: verify, parse, admission, one state round trip, the answer.
+#[derive(Clone)]
+pub struct WebhookService {
+    bot: Bot,
+    adapter: Option<Arc<dyn PlatformAdapter>>,
+}
+
+impl WebhookService {
+    pub(crate) fn new(bot: Bot, name: &str) -> Self {
+        let adapter = bot.inner.adapters.get(name).cloned();
+        if adapter.is_none() {
+            tracing::warn!(
+                adapter = name,
+                "webhook for an unknown adapter: it answers 404"
+            );
+        }
+        Self { bot, adapter }
+    }
+}
+
+pub(crate) fn not_found() -> http::Response<Bytes> {
+    let mut r = http::Response::new(Bytes::new());
+    *r.status_mut() = http::StatusCode::NOT_FOUND;
+    r
+}
+
+impl<B> tower::Service<http::Request<B>> for WebhookService
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Response = http::Response<Full<Bytes>>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let bot = self.bot.clone();
+        let adapter = self.adapter.clone();
+        Box::pin(async move {
+            let Some(adapter) = adapter else {
+                return Ok(not_found().map(Full::new));
+            };
+            let response = receive(&bot, adapter, request).await;
+            Ok(response.map(Full::new))
+        })
+    }
+}
+
+async fn receive<B>(
+    bot: &Bot,
+    adapter: Arc<dyn PlatformAdapter>,
+    request: http::Request<B>,
+) -> http::Response<Bytes>
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = request.into_parts();
+    if parts.method != http::Method::POST {
+        return adapter.respond(None, &Verdict::Rejected(WebhookError::MethodNotAllowed));
+    }
+    let limit = adapter.max_body_bytes();
+    let too_large = Verdict::Rejected(WebhookError::TooLarge { limit });
+    let declared = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return adapter.respond(None, &too_large);
+    }
+    let body = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            return adapter.respond(None, &too_large);
+        }
+        Err(_) => return adapter.respond(None, &Verdict::Rejected(WebhookError::BodyRead)),
+    };
+    crate::dispatch::deliver_detached(&bot.inner, adapter, parts, body).await
+}

@@ -1,0 +1,607 @@
+//! Runtime scenarios on the memory backend under tokio's paused clock: every
+//! timing below is deterministic.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chat_runtime::{
+    BuildError, BurstMode, BurstOptions, CancelCause, Concurrency, ConcurrentOptions,
+    DebounceOptions, Dispatch, LockScope, OnFull, Outcome, QueueOptions, RuntimeOptions,
+};
+use support::Scenario;
+
+fn deferred(concurrency: Concurrency) -> RuntimeOptions {
+    RuntimeOptions {
+        dispatch: Dispatch::Deferred,
+        detach_timeout: Duration::from_secs(60),
+        concurrency,
+        ..RuntimeOptions::default()
+    }
+}
+
+fn build(options: RuntimeOptions) -> Result<(), BuildError> {
+    let adapter = chat_testkit::ScriptedAdapter::new("test");
+    chat_runtime::Bot::builder()
+        .state(chat_state_memory::MemoryState::new())
+        .adapter(adapter)
+        .options(options)
+        .build()
+        .map(drop)
+}
+
+// 1. Each invalid option combination has its own build error.
+#[tokio::test]
+async fn invalid_option_combinations_are_build_errors() {
+    let d = RuntimeOptions::default;
+    let cases: Vec<(RuntimeOptions, BuildError)> = vec![
+        (
+            RuntimeOptions {
+                dispatch: Dispatch::Deferred,
+                ..d()
+            },
+            BuildError::DetachTimeoutRequired("deferred dispatch"),
+        ),
+        (
+            RuntimeOptions {
+                max_detached: 0,
+                ..d()
+            },
+            BuildError::MaxDetachedZero,
+        ),
+        (
+            RuntimeOptions {
+                max_detached_per_tenant: Some(0),
+                ..d()
+            },
+            BuildError::MaxDetachedPerTenantZero,
+        ),
+        (
+            RuntimeOptions {
+                concurrency: Concurrency::Debounce(
+                    DebounceOptions::default().interval(Duration::ZERO),
+                ),
+                ..deferred(Concurrency::Drop)
+            },
+            BuildError::ZeroDebounceInterval,
+        ),
+        (
+            deferred(Concurrency::Burst(
+                BurstOptions::default().window(Duration::ZERO),
+            )),
+            BuildError::ZeroBurstWindow,
+        ),
+        (
+            deferred(Concurrency::Concurrent(ConcurrentOptions::default().max(0))),
+            BuildError::ZeroMaxConcurrent,
+        ),
+        (
+            RuntimeOptions {
+                concurrency: Concurrency::debounce(),
+                ..d()
+            },
+            BuildError::StrategyNeedsDeferred("debounce"),
+        ),
+        (
+            RuntimeOptions {
+                concurrency: Concurrency::burst(),
+                ..d()
+            },
+            BuildError::StrategyNeedsDeferred("burst"),
+        ),
+        (
+            RuntimeOptions {
+                concurrency: Concurrency::queue(),
+                ..d()
+            },
+            BuildError::DetachTimeoutRequired("the queue strategy"),
+        ),
+        (
+            RuntimeOptions {
+                detach_timeout: Duration::from_millis(1500),
+                ..deferred(Concurrency::debounce())
+            },
+            BuildError::DetachTimeoutNotAboveDebounce {
+                detach_timeout: Duration::from_millis(1500),
+                interval: Duration::from_millis(1500),
+            },
+        ),
+    ];
+    for (options, expected) in cases {
+        assert_eq!(build(options), Err(expected.clone()), "expected {expected}");
+    }
+    let adapter = chat_testkit::ScriptedAdapter::new("test");
+    let no_state = chat_runtime::Bot::builder()
+        .adapter(adapter.clone())
+        .build();
+    assert_eq!(no_state.err(), Some(BuildError::NoState));
+    let no_adapter = chat_runtime::Bot::builder()
+        .state(chat_state_memory::MemoryState::new())
+        .build();
+    assert_eq!(no_adapter.err(), Some(BuildError::NoAdapter));
+    let twice = chat_runtime::Bot::builder()
+        .state(chat_state_memory::MemoryState::new())
+        .adapter(adapter.clone())
+        .adapter(adapter)
+        .build();
+    assert_eq!(
+        twice.err(),
+        Some(BuildError::DuplicateAdapter("test".into()))
+    );
+    let bad_regex = chat_runtime::Bot::builder()
+        .state(chat_state_memory::MemoryState::new())
+        .adapter(chat_testkit::ScriptedAdapter::new("test"))
+        .on_new_message("(", |_c, _e| async { Ok::<(), chat_runtime::BoxError>(()) })
+        .build();
+    assert_eq!(
+        bad_regex.err(),
+        Some(BuildError::InvalidPattern("(".into()))
+    );
+    assert_eq!(build(deferred(Concurrency::queue())), Ok(()));
+}
+
+// 2. One event delivered twice, and twice concurrently: the handler runs once.
+#[tokio::test(start_paused = true)]
+async fn a_duplicate_delivery_runs_once() {
+    for dispatch in [Dispatch::Sync, Dispatch::Deferred] {
+        let s = Scenario::new(RuntimeOptions {
+            dispatch,
+            ..deferred(Concurrency::Drop)
+        });
+        assert_eq!(s.send("1", "a", "ok").await, 200);
+        assert_eq!(s.send("1", "a", "ok").await, 200);
+        let e = s.event("2", "b", "ok");
+        let (x, y) = tokio::join!(s.send_event(&e), s.send_event(&e));
+        assert_eq!((x, y), (200, 200));
+        s.pass(100).await;
+        let mut ran = s.ran_ids();
+        ran.sort();
+        assert_eq!(ran, ["a", "b"], "{dispatch:?}");
+        // One run and one duplicate per event; under deferred dispatch the
+        // duplicate may be recorded before the run ends.
+        let o = s.outcomes();
+        for id in ["a", "b"] {
+            let mut list = o[id].clone();
+            list.sort_by_key(|x| x.name());
+            assert_eq!(
+                list,
+                [Outcome::Ran, Outcome::Duplicate],
+                "{dispatch:?} {id}"
+            );
+        }
+    }
+}
+
+// 3. Drop: A running, B arrives → B acknowledged and recorded Dropped.
+#[tokio::test(start_paused = true)]
+async fn drop_acknowledges_and_drops_an_overlapping_event() {
+    let s = Scenario::new(deferred(Concurrency::Drop));
+    assert_eq!(s.send("1", "a", "sleep:1000").await, 200);
+    s.pass(10).await;
+    assert_eq!(s.send("1", "b", "ok").await, 200);
+    s.pass(2000).await;
+    assert_eq!(s.ran_ids(), ["a"]);
+    assert_eq!(s.outcome("a"), Some(Outcome::Ran));
+    assert_eq!(s.outcome("b"), Some(Outcome::Dropped));
+    s.assert_one_outcome_each(&["a", "b"]);
+    s.assert_scope_idle("1").await;
+}
+
+// 4. Queue: A running, B, C, D arrive → after A, D runs with skipped [B, C].
+#[tokio::test(start_paused = true)]
+async fn queue_runs_the_newest_with_the_rest_skipped() {
+    let s = Scenario::new(deferred(Concurrency::queue()));
+    s.send("1", "a", "sleep:1000").await;
+    s.pass(10).await;
+    for id in ["b", "c", "d"] {
+        s.send("1", id, "ok").await;
+        s.pass(10).await;
+    }
+    s.pass(2000).await;
+    let runs = s.runs();
+    assert_eq!(s.ran_ids(), ["a", "d"]);
+    assert_eq!(runs[1].skipped, ["b", "c"]);
+    assert_eq!(s.outcome("b"), Some(Outcome::Superseded));
+    assert_eq!(s.outcome("c"), Some(Outcome::Superseded));
+    assert_eq!(s.outcome("d"), Some(Outcome::Ran));
+    s.assert_one_outcome_each(&["a", "b", "c", "d"]);
+    s.assert_no_overlap();
+    s.assert_scope_idle("1").await;
+}
+
+// 5. Queue full under DropOldest and DropNewest → the right one Dropped.
+#[tokio::test(start_paused = true)]
+async fn a_full_queue_drops_the_oldest_or_the_newest() {
+    for (on_full, dropped, runs) in [
+        (OnFull::DropOldest, "b", "d"),
+        (OnFull::DropNewest, "d", "c"),
+    ] {
+        let q = QueueOptions::default().max_size(2).on_full(on_full);
+        let s = Scenario::new(deferred(Concurrency::Queue(q)));
+        s.send("1", "a", "sleep:1000").await;
+        for id in ["b", "c", "d"] {
+            s.pass(10).await;
+            s.send("1", id, "ok").await;
+        }
+        s.pass(2000).await;
+        assert_eq!(s.outcome(dropped), Some(Outcome::Dropped), "{on_full:?}");
+        assert_eq!(s.ran_ids(), ["a", runs], "{on_full:?}");
+        s.assert_one_outcome_each(&["a", "b", "c", "d"]);
+    }
+}
+
+// 6. A queued entry older than its entry TTL, or past its budget → Expired.
+#[tokio::test(start_paused = true)]
+async fn a_queued_entry_past_its_ttl_or_budget_expires() {
+    // Entry TTL.
+    let q = QueueOptions::default().entry_ttl(Duration::from_secs(5));
+    let s = Scenario::new(deferred(Concurrency::Queue(q)));
+    s.send("1", "a", "sleep:10000").await;
+    s.pass(10).await;
+    s.send("1", "b", "ok").await;
+    s.pass(20_000).await;
+    assert_eq!(s.ran_ids(), ["a"]);
+    assert_eq!(s.outcome("b"), Some(Outcome::Expired));
+    s.assert_one_outcome_each(&["a", "b"]);
+    // Budget: detach_timeout 5 s, the entry TTL longer.
+    let s = Scenario::new(RuntimeOptions {
+        detach_timeout: Duration::from_secs(5),
+        ..deferred(Concurrency::queue())
+    });
+    s.send("1", "a", "stubborn:8000").await;
+    s.pass(10).await;
+    s.send("1", "b", "ok").await;
+    s.pass(20_000).await;
+    assert_eq!(s.ran_ids(), ["a"]);
+    assert_eq!(s.outcome("a"), Some(Outcome::DeadlineExceeded));
+    assert_eq!(s.outcome("b"), Some(Outcome::Expired));
+}
+
+// 7. An entry admitted exactly while the holder finishes runs.
+#[tokio::test(start_paused = true)]
+async fn an_entry_admitted_while_the_holder_finishes_runs() {
+    let s = Arc::new(Scenario::new(deferred(Concurrency::queue())));
+    let inner = Arc::clone(&s);
+    // Right before the holder's finish reaches the backend, B is delivered.
+    *s.state.before_finish.lock().unwrap() = Some(Box::pin(async move {
+        assert_eq!(inner.send("1", "b", "ok").await, 200);
+    }));
+    s.send("1", "a", "sleep:100").await;
+    s.pass(1000).await;
+    assert_eq!(s.ran_ids(), ["a", "b"]);
+    s.assert_one_outcome_each(&["a", "b"]);
+    s.assert_scope_idle("1").await;
+}
+
+// 8. Debounce: three events 20 ms apart, interval 100 ms → only the last runs.
+#[tokio::test(start_paused = true)]
+async fn debounce_runs_only_the_last_of_a_quick_series() {
+    let c = Concurrency::Debounce(DebounceOptions::default().interval(Duration::from_millis(100)));
+    let s = Scenario::new(deferred(c));
+    let start = tokio::time::Instant::now();
+    for id in ["a", "b", "c"] {
+        s.send("1", id, "ok").await;
+        s.pass(20).await;
+    }
+    s.pass(1000).await;
+    assert_eq!(s.ran_ids(), ["c"]);
+    let ran_at = s.runs()[0].start - start;
+    assert_eq!(
+        ran_at,
+        Duration::from_millis(140),
+        "c ran 100 ms after it arrived"
+    );
+    assert_eq!(s.outcome("a"), Some(Outcome::Superseded));
+    assert_eq!(s.outcome("b"), Some(Outcome::Superseded));
+    // A lone event runs after the interval.
+    let t0 = tokio::time::Instant::now();
+    s.send("2", "d", "ok").await;
+    s.pass(1000).await;
+    let lone = s.runs().into_iter().find(|r| r.id == "d").unwrap();
+    assert_eq!(lone.start - t0, Duration::from_millis(100));
+    s.assert_one_outcome_each(&["a", "b", "c", "d"]);
+    s.assert_scope_idle("1").await;
+}
+
+// 9. Burst collapse: one call per window, skipped in join order; events during
+//    the run form the next batch.
+#[tokio::test(start_paused = true)]
+async fn burst_collapse_makes_one_call_per_window() {
+    let c = Concurrency::Burst(BurstOptions::default().window(Duration::from_millis(100)));
+    let s = Scenario::new(deferred(c));
+    s.send("1", "a", "ok").await;
+    s.pass(10).await;
+    s.send("1", "b", "ok").await;
+    s.pass(10).await;
+    s.send("1", "c", "sleep:500").await;
+    s.pass(200).await;
+    s.send("1", "d", "ok").await;
+    s.pass(10).await;
+    s.send("1", "e", "ok").await;
+    s.pass(2000).await;
+    let runs = s.runs();
+    assert_eq!(s.ran_ids(), ["c", "e"]);
+    assert_eq!(runs[0].skipped, ["a", "b"]);
+    assert_eq!(runs[1].skipped, ["d"]);
+    s.assert_one_outcome_each(&["a", "b", "c", "d", "e"]);
+    s.assert_no_overlap();
+}
+
+// 10. Burst each: members run one by one in join order with a full budget each;
+//     max batch seals early; batches run in seal order; an error does not stop
+//     the batch.
+#[tokio::test(start_paused = true)]
+async fn burst_each_runs_every_member_in_join_order() {
+    let c = Concurrency::Burst(
+        BurstOptions::default()
+            .window(Duration::from_millis(100))
+            .max_batch(3)
+            .mode(BurstMode::Each),
+    );
+    let s = Scenario::new(RuntimeOptions {
+        detach_timeout: Duration::from_secs(2),
+        ..deferred(c)
+    });
+    let t0 = tokio::time::Instant::now();
+    s.send("1", "a", "sleep:1500").await;
+    s.send("1", "b", "fail").await;
+    s.send("1", "c", "sleep:1500").await;
+    // Sealed early at three members; the next one opens a second batch.
+    s.send("1", "d", "ok").await;
+    s.pass(10_000).await;
+    assert_eq!(s.ran_ids(), ["a", "b", "c", "d"]);
+    let runs = s.runs();
+    // Sealed by max_batch: the first batch did not wait for its 100 ms window.
+    assert_eq!(runs[0].start, t0);
+    // The second batch ran after the first, in seal order.
+    assert!(runs[3].start >= runs[2].end.unwrap());
+    // Each member had its own full budget from when it started: c started 1.5 s
+    // after the batch did and still finished.
+    assert_eq!(s.outcome("a"), Some(Outcome::Ran));
+    assert_eq!(s.outcome("b"), Some(Outcome::Failed));
+    assert_eq!(s.outcome("c"), Some(Outcome::Ran));
+    assert_eq!(s.outcome("d"), Some(Outcome::Ran));
+    assert_eq!(
+        runs[2].deadline.unwrap() - runs[2].start,
+        Duration::from_secs(2)
+    );
+    s.assert_one_outcome_each(&["a", "b", "c", "d"]);
+    s.assert_no_overlap();
+}
+
+// 11. Concurrent max 2: the third waits for a slot, and its wait counts against
+//     its budget.
+#[tokio::test(start_paused = true)]
+async fn concurrent_waits_for_a_slot_within_the_budget() {
+    let c = Concurrency::Concurrent(ConcurrentOptions::default().max(2));
+    let s = Scenario::new(RuntimeOptions {
+        detach_timeout: Duration::from_secs(5),
+        ..deferred(c)
+    });
+    s.send("1", "a", "sleep:1000").await;
+    s.send("1", "b", "sleep:1000").await;
+    s.send("1", "c", "sleep:1000").await;
+    s.pass(3000).await;
+    let runs = s.runs();
+    assert_eq!(runs.len(), 3);
+    let c_run = runs.iter().find(|r| r.id == "c").unwrap();
+    assert!(
+        c_run.start - runs[0].start >= Duration::from_millis(1000),
+        "c waited for a slot"
+    );
+    // Its deadline counts from acceptance, not from when it got the slot.
+    assert_eq!(
+        c_run.deadline.unwrap() - runs[0].start,
+        Duration::from_secs(5)
+    );
+    // With a budget shorter than the wait, it expires without running.
+    let s = Scenario::new(RuntimeOptions {
+        detach_timeout: Duration::from_millis(500),
+        ..deferred(c)
+    });
+    s.send("1", "a", "stubborn:1000").await;
+    s.send("1", "b", "stubborn:1000").await;
+    s.send("1", "c", "ok").await;
+    s.pass(3000).await;
+    assert_eq!(s.outcome("c"), Some(Outcome::Expired));
+    s.assert_one_outcome_each(&["a", "b", "c"]);
+}
+
+// 12. Channel scope serializes two threads of one channel; thread scope does not.
+#[tokio::test(start_paused = true)]
+async fn channel_scope_serializes_threads_of_a_channel() {
+    let channel = Scenario::new(RuntimeOptions {
+        lock_scope: LockScope::Channel,
+        ..deferred(Concurrency::Drop)
+    });
+    channel.send("1", "a", "sleep:1000").await;
+    channel.send("2", "b", "ok").await;
+    channel.pass(2000).await;
+    assert_eq!(channel.outcome("b"), Some(Outcome::Dropped));
+    let thread = Scenario::new(RuntimeOptions {
+        lock_scope: LockScope::Thread,
+        ..deferred(Concurrency::Drop)
+    });
+    thread.send("1", "a", "sleep:1000").await;
+    thread.send("2", "b", "ok").await;
+    thread.pass(2000).await;
+    assert_eq!(thread.outcome("b"), Some(Outcome::Ran));
+    let by_fn = Scenario::new(RuntimeOptions {
+        lock_scope: LockScope::function(|_| chat_runtime::ScopeChoice::Channel),
+        ..deferred(Concurrency::Drop)
+    });
+    by_fn.send("1", "a", "sleep:1000").await;
+    by_fn.send("2", "b", "ok").await;
+    by_fn.pass(2000).await;
+    assert_eq!(by_fn.outcome("b"), Some(Outcome::Dropped));
+}
+
+// 13. A handler longer than the lock TTL keeps its lease; nothing overlaps it.
+#[tokio::test(start_paused = true)]
+async fn a_long_handler_keeps_its_lease() {
+    let s = Scenario::new(RuntimeOptions {
+        lock_ttl: Duration::from_secs(3),
+        ..deferred(Concurrency::Drop)
+    });
+    s.send("1", "a", "sleep:20000").await;
+    for (i, id) in ["b", "c", "d"].into_iter().enumerate() {
+        s.pass(5000).await;
+        assert_eq!(s.send("1", id, "ok").await, 200, "delivery {i}");
+    }
+    s.pass(20_000).await;
+    assert_eq!(s.ran_ids(), ["a"]);
+    assert_eq!(s.outcome("a"), Some(Outcome::Ran));
+    for id in ["b", "c", "d"] {
+        assert_eq!(s.outcome(id), Some(Outcome::Dropped));
+    }
+    s.assert_no_overlap();
+}
+
+// 14. Lease lost mid-handler → cancelled with Preempted, outcome Preempted.
+#[tokio::test(start_paused = true)]
+async fn a_lost_lease_preempts_the_handler() {
+    let s = Scenario::new(RuntimeOptions {
+        lock_ttl: Duration::from_secs(3),
+        ..deferred(Concurrency::queue())
+    });
+    s.send("1", "a", "wait-cancel").await;
+    s.send("1", "b", "ok").await;
+    s.pass(500).await;
+    s.state
+        .renew_lost
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    s.pass(5000).await;
+    let runs = s.runs();
+    assert_eq!(runs[0].cause, Some(CancelCause::Preempted));
+    assert_eq!(s.outcome("a"), Some(Outcome::Preempted));
+    // The preempted holder does not hand its queue off: b waits for the next
+    // holder (the sweep or the next admit) and is not lost.
+    s.state
+        .renew_lost
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    s.send("1", "c", "ok").await;
+    s.pass(1000).await;
+    assert_eq!(s.outcome("b"), Some(Outcome::Superseded));
+    assert_eq!(s.outcome("c"), Some(Outcome::Ran));
+    s.assert_one_outcome_each(&["a", "b", "c"]);
+}
+
+// 15. DetachTimeout passed → DeadlineExceeded.
+#[tokio::test(start_paused = true)]
+async fn a_handler_past_its_budget_is_cancelled() {
+    let s = Scenario::new(RuntimeOptions {
+        detach_timeout: Duration::from_secs(2),
+        ..deferred(Concurrency::Drop)
+    });
+    s.send("1", "a", "wait-cancel").await;
+    s.pass(3000).await;
+    let run = &s.runs()[0];
+    assert_eq!(run.cause, Some(CancelCause::DeadlineExceeded));
+    assert_eq!(run.end.unwrap() - run.start, Duration::from_secs(2));
+    assert_eq!(s.outcome("a"), Some(Outcome::DeadlineExceeded));
+}
+
+// 16. MaxDetached 1 with a blocked handler → refused before dedupe marking; the
+//     same event is accepted when retried later.
+#[tokio::test(start_paused = true)]
+async fn at_max_detached_a_delivery_is_refused_and_its_retry_accepted() {
+    let s = Scenario::new(RuntimeOptions {
+        max_detached: 1,
+        ..deferred(Concurrency::Drop)
+    });
+    assert_eq!(s.send("1", "a", "sleep:1000").await, 200);
+    assert_eq!(s.send("2", "b", "ok").await, 503);
+    s.pass(2000).await;
+    assert_eq!(s.bot.in_flight(), 0);
+    assert_eq!(s.send("2", "b", "ok").await, 200);
+    s.pass(100).await;
+    assert_eq!(s.ran_ids(), ["a", "b"]);
+    let o = s.outcomes();
+    assert_eq!(o["b"], [Outcome::Rejected, Outcome::Ran]);
+}
+
+// 17. MaxDetachedPerTenant 1 → the same tenant refused, another admitted.
+#[tokio::test(start_paused = true)]
+async fn the_per_tenant_cap_refuses_only_that_tenant() {
+    let s = Scenario::new(RuntimeOptions {
+        max_detached_per_tenant: Some(1),
+        ..deferred(Concurrency::Drop)
+    });
+    assert_eq!(s.send("1", "a", "sleep:1000").await, 200);
+    assert_eq!(s.send("2", "b", "ok").await, 503);
+    let other = s.adapter.mention("T2", "C1", "1", "c", "ok");
+    assert_eq!(s.send_event(&other).await, 200);
+    s.pass(2000).await;
+    assert_eq!(s.outcome("b"), Some(Outcome::Rejected));
+    assert_eq!(s.outcome("c"), Some(Outcome::Ran));
+}
+
+// 18. Sync handler error → dedupe unmarked; the platform's retry runs the handler.
+#[tokio::test(start_paused = true)]
+async fn a_failed_sync_handler_is_retried_by_the_platform() {
+    let s = Scenario::new(RuntimeOptions::default());
+    assert_eq!(s.send("1", "a", "fail").await, 500);
+    // The platform retries the same event (same id and dedupe key).
+    assert_eq!(s.send("1", "a", "fail").await, 500);
+    assert_eq!(s.runs().len(), 2);
+    let o = s.outcomes();
+    assert_eq!(o["a"], [Outcome::Failed, Outcome::Failed]);
+    // A panic is a failure too.
+    assert_eq!(s.send("1", "p", "panic").await, 500);
+    assert_eq!(s.outcomes()["p"], [Outcome::Failed]);
+}
+
+// 19. Shutdown with a handler that ignores cancellation → returns by its
+//     deadline, leases released, new deliveries refused.
+#[tokio::test(start_paused = true)]
+async fn shutdown_returns_by_its_deadline() {
+    let s = Scenario::new(deferred(Concurrency::queue()));
+    s.send("1", "a", "stubborn:60000").await;
+    s.send("2", "b", "wait-cancel").await;
+    s.pass(10).await;
+    let started = tokio::time::Instant::now();
+    let report = s.bot.shutdown(Duration::from_secs(2)).await;
+    assert!(tokio::time::Instant::now() - started <= Duration::from_millis(2500));
+    assert!(!report.finished);
+    assert_eq!(report.still_running, 1);
+    assert_eq!(report.leases_released, 1);
+    assert_eq!(s.send("3", "c", "ok").await, 503);
+    // Both scopes are free for another replica at once.
+    s.assert_scope_idle("1").await;
+    s.assert_scope_idle("2").await;
+    assert_eq!(s.outcome("b"), Some(Outcome::Cancelled));
+    assert_eq!(s.runs()[1].cause, Some(CancelCause::Shutdown));
+    // Idempotent.
+    let again = s.bot.shutdown(Duration::from_millis(10)).await;
+    assert_eq!(again.leases_released, 0);
+}
+
+// 20 is checked inside each scenario above (`assert_one_outcome_each`); this one
+// checks it over a mixed run of every strategy.
+#[tokio::test(start_paused = true)]
+async fn every_accepted_delivery_has_exactly_one_outcome() {
+    for c in [
+        Concurrency::Drop,
+        Concurrency::queue(),
+        Concurrency::Debounce(DebounceOptions::default().interval(Duration::from_millis(50))),
+        Concurrency::Burst(BurstOptions::default().window(Duration::from_millis(50))),
+        Concurrency::Concurrent(ConcurrentOptions::default().max(1)),
+    ] {
+        let s = Scenario::new(deferred(c));
+        let mut ids = Vec::new();
+        for i in 0..12 {
+            let id = format!("e{i}");
+            let text = if i % 3 == 0 { "sleep:70" } else { "ok" };
+            s.send(&format!("{}", i % 2), &id, text).await;
+            ids.push(id);
+            s.pass(15).await;
+        }
+        s.pass(10_000).await;
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        s.assert_one_outcome_each(&refs);
+        s.assert_no_overlap();
+        s.assert_scope_idle("0").await;
+        s.assert_scope_idle("1").await;
+    }
+}

@@ -1,0 +1,195 @@
+//! [`ScriptedAdapter`]: a [`PlatformAdapter`] for runtime tests. Its deliveries
+//! are JSON-serialized [`Event`]s, its "signature" is a header, and what handlers
+//! post is recorded for assertions.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use chat_core::{
+    AdapterError, Event, Inbound, MessageRef, OutboundMessage, Platform, PlatformAdapter,
+    ThreadRef, Verdict, WebhookError,
+};
+
+use crate::events::EventBuilder;
+
+/// The header a scripted delivery must carry to pass [`PlatformAdapter::verify`].
+pub const SIGNATURE_HEADER: &str = "x-scripted-signature";
+const SIGNATURE: &str = "valid";
+
+/// A scripted platform. Cheap to clone; clones share their record of posts.
+#[derive(Clone)]
+pub struct ScriptedAdapter {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    posts: Mutex<Vec<(ThreadRef, String)>>,
+    next_id: AtomicU64,
+    max_body: usize,
+}
+
+impl ScriptedAdapter {
+    /// An adapter named `name` (its webhook's name).
+    pub fn new(name: &str) -> Self {
+        Self::with_body_limit(name, 64 * 1024)
+    }
+
+    /// An adapter with a body cap of `max_body` bytes.
+    pub fn with_body_limit(name: &str, max_body: usize) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                name: name.to_owned(),
+                posts: Mutex::new(Vec::new()),
+                next_id: AtomicU64::new(0),
+                max_body,
+            }),
+        }
+    }
+
+    /// A signed delivery of `event`.
+    pub fn request(&self, event: &Event) -> http::Request<Bytes> {
+        let body = serde_json::to_vec(event).unwrap_or_default();
+        self.raw_request(Bytes::from(body), true)
+    }
+
+    /// A delivery of raw bytes, signed or not.
+    pub fn raw_request(&self, body: Bytes, signed: bool) -> http::Request<Bytes> {
+        let mut r = http::Request::new(body);
+        *r.method_mut() = http::Method::POST;
+        if signed {
+            r.headers_mut()
+                .insert(SIGNATURE_HEADER, http::HeaderValue::from_static(SIGNATURE));
+        }
+        r
+    }
+
+    /// A thread of this platform.
+    pub fn thread(&self, tenant: &str, channel: &str, thread: &str) -> ThreadRef {
+        ThreadRef::new(Platform::Test, tenant, channel, thread)
+    }
+
+    /// A message mentioning the bot.
+    pub fn mention(
+        &self,
+        tenant: &str,
+        channel: &str,
+        thread: &str,
+        id: &str,
+        text: &str,
+    ) -> Event {
+        EventBuilder::new(self.thread(tenant, channel, thread))
+            .id(id)
+            .mention(text)
+            .build()
+    }
+
+    /// A plain message.
+    pub fn message(
+        &self,
+        tenant: &str,
+        channel: &str,
+        thread: &str,
+        id: &str,
+        text: &str,
+    ) -> Event {
+        EventBuilder::new(self.thread(tenant, channel, thread))
+            .id(id)
+            .message(text)
+            .build()
+    }
+
+    /// The texts posted so far, in order.
+    pub fn posts(&self) -> Vec<String> {
+        self.posted().into_iter().map(|(_, t)| t).collect()
+    }
+
+    /// The (thread, text) pairs posted so far, in order.
+    pub fn posted(&self) -> Vec<(ThreadRef, String)> {
+        self.inner
+            .posts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+fn status(code: http::StatusCode, body: Bytes) -> http::Response<Bytes> {
+    let mut r = http::Response::new(body);
+    *r.status_mut() = code;
+    r
+}
+
+#[async_trait]
+impl PlatformAdapter for ScriptedAdapter {
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    fn platform(&self) -> Platform {
+        Platform::Test
+    }
+
+    fn max_body_bytes(&self) -> usize {
+        self.inner.max_body
+    }
+
+    fn verify(&self, parts: &http::request::Parts, _body: &Bytes) -> Result<(), WebhookError> {
+        match parts.headers.get(SIGNATURE_HEADER) {
+            None => Err(WebhookError::MissingHeader(SIGNATURE_HEADER)),
+            Some(v) if v.as_bytes() == SIGNATURE.as_bytes() => Ok(()),
+            Some(_) => Err(WebhookError::BadSignature),
+        }
+    }
+
+    fn parse(&self, _parts: &http::request::Parts, body: &Bytes) -> Result<Inbound, WebhookError> {
+        serde_json::from_slice::<Event>(body)
+            .map(|e| Inbound::Event(Box::new(e)))
+            .map_err(|e| WebhookError::Malformed(e.to_string()))
+    }
+
+    fn respond(&self, _event: Option<&Event>, verdict: &Verdict) -> http::Response<Bytes> {
+        match verdict {
+            Verdict::AtCapacity => status(http::StatusCode::SERVICE_UNAVAILABLE, Bytes::new()),
+            Verdict::Failed => status(http::StatusCode::INTERNAL_SERVER_ERROR, Bytes::new()),
+            Verdict::Rejected(e) => status(e.status(), Bytes::new()),
+            Verdict::Reply(v) => status(http::StatusCode::OK, Bytes::from(v.to_string())),
+            _ => status(http::StatusCode::OK, Bytes::new()),
+        }
+    }
+
+    async fn post(
+        &self,
+        thread: &ThreadRef,
+        message: &OutboundMessage,
+    ) -> Result<MessageRef, AdapterError> {
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        self.inner
+            .posts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((thread.clone(), message.text.clone()));
+        Ok(MessageRef {
+            thread: thread.clone(),
+            id: format!("m{id}"),
+        })
+    }
+
+    async fn edit(
+        &self,
+        _message: &MessageRef,
+        _content: &OutboundMessage,
+    ) -> Result<(), AdapterError> {
+        Ok(())
+    }
+
+    async fn delete(&self, _message: &MessageRef) -> Result<(), AdapterError> {
+        Ok(())
+    }
+
+    async fn react(&self, _message: &MessageRef, _emoji: &str) -> Result<(), AdapterError> {
+        Ok(())
+    }
+}
