@@ -329,7 +329,7 @@ impl BotBuilder {
             handlers.pattern.push((re, h));
         }
         let options = self.options;
-        Ok(Bot {
+        let bot = Bot {
             inner: Arc::new(BotInner {
                 state,
                 adapters,
@@ -348,6 +348,12 @@ impl BotBuilder {
                 sweeper: OnceLock::new(),
                 shutdown_cancelled: AtomicUsize::new(0),
             }),
-        })
+        };
+        // The recovery sweep runs from the start when built inside a runtime;
+        // otherwise it starts with the first delivery.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            crate::holder::start_sweeper(&bot.inner);
+        }
+        Ok(bot)
     }
 }

@@ -27,6 +27,7 @@ struct CtxInner {
     cancel: Cancel,
     fence: Option<u64>,
     posted: Arc<AtomicBool>,
+    reply: Option<crate::holder::ReplySlot>,
 }
 
 pub(crate) struct CtxParts {
@@ -38,6 +39,7 @@ pub(crate) struct CtxParts {
     pub(crate) cancel: Cancel,
     pub(crate) fence: Option<u64>,
     pub(crate) posted: Arc<AtomicBool>,
+    pub(crate) reply: Option<crate::holder::ReplySlot>,
 }
 
 impl Ctx {
@@ -52,6 +54,7 @@ impl Ctx {
                 cancel: p.cancel,
                 fence: p.fence,
                 posted: p.posted,
+                reply: p.reply,
             }),
         }
     }
@@ -119,6 +122,22 @@ impl Ctx {
     /// writing to its own store should reject writes older than the newest fence.
     pub fn fence(&self) -> Option<u64> {
         self.inner.fence
+    }
+
+    /// Answers the delivery itself, in the HTTP response (a slash command's text,
+    /// a modal's `response_action`): the adapter sends `reply` in its platform's
+    /// form. Only a run that happens before the acknowledgement (sync dispatch)
+    /// can answer; returns `false` otherwise, and the reply is dropped.
+    pub fn reply(&self, reply: serde_json::Value) -> bool {
+        match &self.inner.reply {
+            Some(slot) => {
+                *slot
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reply);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The state backend, for the bot's own KV use.

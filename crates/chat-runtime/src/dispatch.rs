@@ -2,7 +2,7 @@
 //! dispatch, the handler before the response.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use chat_core::{
@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::bot::{BotInner, lock};
 use crate::cancel::CancelCause;
-use crate::holder::{self, Work};
+use crate::holder::{self, ReplySlot, Work};
 use crate::options::{Dispatch, LockScope, ScopeChoice};
 use crate::outcome::{Outcome, OutcomeRecord};
 use crate::router::Plan;
@@ -181,14 +181,75 @@ async fn admit(
         }
     };
     let deadline = deferred.then(|| accepted_at + inner.options.detach_timeout);
+    let posted = Arc::new(AtomicBool::new(false));
+    let reply: ReplySlot = Arc::default();
     let work = Work {
         event: Arc::clone(event),
         skipped: Vec::new(),
         deadline,
         subscribed: Some(admission.subscribed),
+        posted: Arc::clone(&posted),
+        reply: (!deferred).then(|| Arc::clone(&reply)),
     };
     let ctx = holder::Holder::new(inner, adapter, concurrency);
-    match admission.decision {
+    let verdict = decide(
+        inner,
+        event,
+        admission.decision,
+        deferred,
+        &scope,
+        accepted_at,
+        &ctx,
+        work,
+        permit,
+        concurrency,
+    )
+    .await;
+    if deferred && verdict == Verdict::Accepted {
+        after_ack(inner, adapter, event, posted);
+    }
+    if verdict == Verdict::Accepted
+        && let Some(value) = reply
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    {
+        return Verdict::Reply(value);
+    }
+    verdict
+}
+
+/// The adapter's first-response duty, right after the acknowledgement.
+fn after_ack(
+    inner: &BotInner,
+    adapter: &Arc<dyn PlatformAdapter>,
+    event: &Arc<Event>,
+    posted: Arc<AtomicBool>,
+) {
+    let adapter = Arc::clone(adapter);
+    let event = Arc::clone(event);
+    inner.tracker.spawn(async move {
+        // Let the response go out first.
+        tokio::task::yield_now().await;
+        let posted = move || posted.load(Ordering::Acquire);
+        adapter.after_ack(&event, &posted).await;
+    });
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn decide(
+    inner: &Arc<BotInner>,
+    event: &Arc<Event>,
+    decision: Decision,
+    deferred: bool,
+    scope: &ScopeKey,
+    accepted_at: Instant,
+    ctx: &holder::Holder,
+    work: Work,
+    permit: Option<crate::admission::Permit>,
+    concurrency: Concurrency,
+) -> Verdict {
+    match decision {
         Decision::Duplicate => {
             inner.recorder.event(event, Outcome::Duplicate, "duplicate");
             Verdict::Duplicate
@@ -213,7 +274,7 @@ async fn admit(
             tracing::info!(name: "message-queued", thread = %event.thread, message_id = %event.id, queue_depth = depth);
             if let Concurrency::Burst(b) = concurrency
                 && b.max_batch.is_some()
-                && let Some(waker) = lock(&inner.wakers).get(&scope)
+                && let Some(waker) = lock(&inner.wakers).get(scope)
             {
                 // The batch may have just sealed early: let a local holder look.
                 waker.notify_one();
@@ -267,7 +328,7 @@ async fn admit(
         }
         Decision::WaitingForSlot => {
             if deferred {
-                ctx.spawn_slot_waiter(scope, work, permit);
+                ctx.spawn_slot_waiter(scope.clone(), work, permit);
                 Verdict::Accepted
             } else {
                 match ctx

@@ -5,6 +5,7 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
 use std::time::Duration;
 
 use chat_core::{
@@ -28,6 +29,28 @@ pub(crate) struct Work {
     pub(crate) deadline: Option<Instant>,
     /// Whether its thread was subscribed at admission; `None`: ask at run time.
     pub(crate) subscribed: Option<bool>,
+    /// Set once the handler posted into the thread (for the adapter's
+    /// first-response duty).
+    pub(crate) posted: Arc<AtomicBool>,
+    /// Under sync dispatch: where the handler's direct answer goes.
+    pub(crate) reply: Option<ReplySlot>,
+}
+
+/// A sync handler's direct answer to the delivery.
+pub(crate) type ReplySlot = Arc<std::sync::Mutex<Option<serde_json::Value>>>;
+
+impl Work {
+    /// A run handed over by the backend.
+    fn handed(event: Arc<Event>, skipped: Vec<Arc<Event>>, deadline: Option<Instant>) -> Self {
+        Self {
+            event,
+            skipped,
+            deadline,
+            subscribed: None,
+            posted: Arc::default(),
+            reply: None,
+        }
+    }
 }
 
 /// Runs work for one adapter under one strategy.
@@ -292,12 +315,7 @@ impl Holder {
         if each {
             return live
                 .into_iter()
-                .map(|w| Work {
-                    event: w.event,
-                    skipped: Vec::new(),
-                    deadline: None,
-                    subscribed: None,
-                })
+                .map(|w| Work::handed(w.event, Vec::new(), None))
                 .collect();
         }
         let Some(newest) = live.pop() else {
@@ -314,12 +332,12 @@ impl Holder {
             message_id = %newest.event.id,
             skipped_count = live.len(),
         );
-        vec![Work {
-            deadline: deadline_of(&newest),
-            event: newest.event,
-            skipped: live.into_iter().map(|w| w.event).collect(),
-            subscribed: None,
-        }]
+        let deadline = deadline_of(&newest);
+        vec![Work::handed(
+            newest.event,
+            live.into_iter().map(|w| w.event).collect(),
+            deadline,
+        )]
     }
 
     /// Runs one event's handler: with the lease kept alive when there is one,
@@ -353,7 +371,8 @@ impl Holder {
             deadline: work.deadline,
             cancel: cancel.clone(),
             fence: lease.map(Lease::fence),
-            posted: Arc::new(AtomicBool::new(false)),
+            posted: work.posted,
+            reply: work.reply,
         });
         let started = Instant::now();
         let mut cancelled_at = None;

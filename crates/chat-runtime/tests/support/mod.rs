@@ -5,7 +5,13 @@
 //! `panic`, `sleepus:µS`, `wait-cancel` (wait for cancellation, then return), `stubborn:MS`
 //! (sleep MS ignoring cancellation).
 
-#![allow(dead_code, unreachable_pub, missing_docs, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

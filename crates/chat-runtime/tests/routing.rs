@@ -1,0 +1,427 @@
+//! Routing, control events, sync replies, the max lock lifetime and recovery.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chat_core::{
+    AdmitRequest, AgentSessionAction, Author, Concurrency, Decision, EventKind, Modal, StateBackend,
+};
+use chat_runtime::{
+    Bot, BotBuilder, CancelCause, Ctx, Dispatch, Event, Outcome, OutcomeRecord, RuntimeOptions,
+};
+use chat_state_memory::MemoryState;
+use chat_testkit::{EventBuilder, ScriptedAdapter};
+
+type Seen = Arc<Mutex<Vec<(String, String, Option<CancelCause>)>>>;
+
+/// A handler that logs `(tag, event id, cancel cause)`; it waits for
+/// cancellation when the event's text is `wait-cancel`.
+fn tagged(seen: &Seen, tag: &'static str) -> impl chat_runtime::Handler {
+    let seen = Arc::clone(seen);
+    move |ctx: Ctx, e: Event| {
+        let seen = Arc::clone(&seen);
+        async move {
+            if e.text() == Some("wait-cancel") {
+                ctx.cancelled().await;
+            }
+            if e.text() == Some("subscribe") {
+                ctx.subscribe().await?;
+            }
+            if e.text() == Some("reply") {
+                ctx.reply(serde_json::json!({ "text": "pong" }));
+            }
+            seen.lock()
+                .unwrap()
+                .push((tag.to_owned(), e.id.to_string(), ctx.cancel_cause()));
+            Ok::<(), chat_runtime::BoxError>(())
+        }
+    }
+}
+
+struct World {
+    bot: Bot,
+    adapter: ScriptedAdapter,
+    seen: Seen,
+    outcomes: Arc<Mutex<Vec<OutcomeRecord>>>,
+}
+
+impl World {
+    fn new(options: RuntimeOptions) -> Self {
+        Self::on(Arc::new(MemoryState::new()), options)
+    }
+
+    fn on(state: Arc<MemoryState>, options: RuntimeOptions) -> Self {
+        let adapter = ScriptedAdapter::new("test");
+        let seen = Seen::default();
+        let outcomes = Arc::new(Mutex::new(Vec::new()));
+        let o = Arc::clone(&outcomes);
+        let b: BotBuilder = Bot::builder()
+            .state_arc(state)
+            .adapter(adapter.clone())
+            .options(options)
+            .observer(move |r: &OutcomeRecord| o.lock().unwrap().push(r.clone()))
+            .on_new_mention(tagged(&seen, "mention"))
+            .on_subscribed_message(tagged(&seen, "subscribed"))
+            .on_new_message("^deploy ", tagged(&seen, "pattern"))
+            .on_reaction_emoji("eyes", tagged(&seen, "reaction"))
+            .on_action("approve", tagged(&seen, "action"))
+            .on_slash_command("/echo", tagged(&seen, "command"))
+            .on_modal_submit(Some("form"), tagged(&seen, "submit"))
+            .on_modal_close(None, tagged(&seen, "close"))
+            .on_agent_session_created(tagged(&seen, "created"))
+            .on_agent_session_prompted(tagged(&seen, "prompted"));
+        Self {
+            bot: b.build().unwrap(),
+            adapter,
+            seen,
+            outcomes,
+        }
+    }
+
+    fn thread(&self, t: &str) -> chat_core::ThreadRef {
+        self.adapter.thread("T1", "C1", t)
+    }
+
+    async fn send(&self, e: &Event) -> http::Response<bytes::Bytes> {
+        self.bot.handle("test", self.adapter.request(e)).await
+    }
+
+    fn seen(&self) -> Vec<(String, String)> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(t, id, _)| (t.clone(), id.clone()))
+            .collect()
+    }
+
+    fn outcome(&self, id: &str) -> Vec<(Outcome, &'static str)> {
+        self.outcomes
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.event_id.as_str() == id)
+            .map(|r| (r.outcome, r.reason))
+            .collect()
+    }
+}
+
+fn pair(tag: &str, id: &str) -> (String, String) {
+    (tag.to_owned(), id.to_owned())
+}
+
+fn deferred() -> RuntimeOptions {
+    RuntimeOptions {
+        dispatch: Dispatch::Deferred,
+        detach_timeout: Duration::from_secs(60),
+        concurrency: Concurrency::queue(),
+        ..RuntimeOptions::default()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn messages_route_as_the_typescript_sdk_does() {
+    let w = World::new(RuntimeOptions::default());
+    let t = w.thread("1");
+    // Our own message: ignored without a run.
+    let me = Author {
+        id: "UBOT".into(),
+        is_me: true,
+        is_bot: true,
+        ..Author::default()
+    };
+    w.send(
+        &EventBuilder::new(t.clone())
+            .id("own")
+            .mention("hi")
+            .author(me)
+            .build(),
+    )
+    .await;
+    // A plain message in an unsubscribed thread: nobody wants it.
+    w.send(
+        &EventBuilder::new(t.clone())
+            .id("plain")
+            .message("hello")
+            .build(),
+    )
+    .await;
+    // A DM counts as a mention.
+    w.send(
+        &EventBuilder::new(w.thread("2"))
+            .id("dm")
+            .dm("hello")
+            .build(),
+    )
+    .await;
+    // A regex match routes a plain message.
+    w.send(
+        &EventBuilder::new(t.clone())
+            .id("deploy")
+            .message("deploy prod")
+            .build(),
+    )
+    .await;
+    // A mention that subscribes; afterwards plain messages and mentions in the
+    // thread go to the subscribed handler.
+    w.send(
+        &EventBuilder::new(t.clone())
+            .id("sub")
+            .mention("subscribe")
+            .build(),
+    )
+    .await;
+    w.send(
+        &EventBuilder::new(t.clone())
+            .id("after")
+            .message("hello again")
+            .build(),
+    )
+    .await;
+    w.send(
+        &EventBuilder::new(t.clone())
+            .id("mention2")
+            .mention("and you")
+            .build(),
+    )
+    .await;
+    assert_eq!(
+        w.seen(),
+        [
+            pair("mention", "dm"),
+            pair("pattern", "deploy"),
+            pair("mention", "sub"),
+            pair("subscribed", "after"),
+            pair("subscribed", "mention2")
+        ]
+    );
+    assert_eq!(w.outcome("own"), [(Outcome::Ignored, "own-message")]);
+    assert_eq!(w.outcome("plain"), [(Outcome::Ignored, "not-subscribed")]);
+    // Not marked: once the thread is subscribed, the same delivery is admitted.
+    w.send(
+        &EventBuilder::new(t.clone())
+            .id("plain")
+            .message("hello")
+            .build(),
+    )
+    .await;
+    assert_eq!(w.seen().last().unwrap(), &pair("subscribed", "plain"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn other_kinds_route_by_name() {
+    let w = World::new(RuntimeOptions::default());
+    let t = w.thread("1");
+    let b = || EventBuilder::new(t.clone());
+    w.send(&b().id("r1").reaction("eyes", "m1").build()).await;
+    w.send(&b().id("r2").reaction("tada", "m1").build()).await;
+    w.send(&b().id("a1").action("approve", Some("yes")).build())
+        .await;
+    w.send(&b().id("a2").action("reject", None).build()).await;
+    w.send(&b().id("c1").slash_command("/echo", "hi").build())
+        .await;
+    w.send(&b().id("c2").slash_command("/other", "hi").build())
+        .await;
+    let modal = |callback: &str| Modal {
+        callback_id: callback.into(),
+        view_id: "V1".into(),
+        user: Author::default(),
+        values: serde_json::Value::Null,
+    };
+    let mut submit = b().id("m1").build();
+    submit.kind = EventKind::ModalSubmit(modal("form"));
+    w.send(&submit).await;
+    let mut close = b().id("m2").build();
+    close.kind = EventKind::ModalClose(modal("anything"));
+    w.send(&close).await;
+    w.send(
+        &b().id("s1")
+            .agent_session(AgentSessionAction::Created, None)
+            .build(),
+    )
+    .await;
+    w.send(
+        &b().id("s2")
+            .agent_session(AgentSessionAction::Prompted, Some("more"))
+            .build(),
+    )
+    .await;
+    assert_eq!(
+        w.seen(),
+        [
+            pair("reaction", "r1"),
+            pair("action", "a1"),
+            pair("command", "c1"),
+            pair("submit", "m1"),
+            pair("close", "m2"),
+            pair("created", "s1"),
+            pair("prompted", "s2"),
+        ]
+    );
+    for id in ["r2", "a2", "c2"] {
+        assert_eq!(w.outcome(id), [(Outcome::Ignored, "no-handler")], "{id}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sync_handler_can_answer_the_delivery() {
+    let w = World::new(RuntimeOptions::default());
+    let e = EventBuilder::new(w.thread("1"))
+        .id("c")
+        .slash_command("/echo", "reply")
+        .build();
+    let r = w.send(&e).await;
+    assert_eq!(r.status(), 200);
+    let body: serde_json::Value = serde_json::from_slice(r.body()).unwrap();
+    assert_eq!(body, serde_json::json!({ "text": "pong" }));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stop_request_cancels_the_running_turn_here() {
+    let w = World::new(deferred());
+    let t = w.thread("S1");
+    w.send(
+        &EventBuilder::new(t.clone())
+            .id("s")
+            .agent_session(AgentSessionAction::Created, Some("wait-cancel"))
+            .build(),
+    )
+    .await;
+    w.send(
+        &EventBuilder::new(t.clone())
+            .id("p")
+            .agent_session(AgentSessionAction::Prompted, Some("queued"))
+            .build(),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let stop = EventBuilder::new(t)
+        .id("stop")
+        .agent_session(AgentSessionAction::StopRequested, None)
+        .build();
+    assert_eq!(w.send(&stop).await.status(), 200);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let seen = w.seen.lock().unwrap().clone();
+    assert_eq!(
+        seen[0],
+        (
+            "created".into(),
+            "s".into(),
+            Some(CancelCause::StopRequested)
+        )
+    );
+    assert_eq!(w.outcome("s"), [(Outcome::Cancelled, "stop-requested")]);
+    assert_eq!(w.outcome("stop"), [(Outcome::Ran, "stop-request")]);
+    // The stop cancels the turn it was sent for; the prompt queued behind it
+    // still runs, and the stop itself starts no handler.
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[1].1, "p");
+    assert_eq!(
+        w.send(
+            &EventBuilder::new(w.thread("S1"))
+                .id("stop")
+                .agent_session(AgentSessionAction::StopRequested, None)
+                .build()
+        )
+        .await
+        .status(),
+        200
+    );
+    assert_eq!(
+        w.outcome("stop").len(),
+        2,
+        "a redelivered stop is a duplicate"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stop_request_reaches_a_holder_on_another_replica_at_renewal() {
+    let state = Arc::new(MemoryState::new());
+    let options = RuntimeOptions {
+        lock_ttl: Duration::from_secs(3),
+        ..deferred()
+    };
+    let a = World::on(Arc::clone(&state), options.clone());
+    let b = World::on(state, options);
+    let t = a.thread("S1");
+    a.send(
+        &EventBuilder::new(t.clone())
+            .id("s")
+            .agent_session(AgentSessionAction::Created, Some("wait-cancel"))
+            .build(),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    b.send(
+        &EventBuilder::new(t)
+            .id("stop")
+            .agent_session(AgentSessionAction::StopRequested, None)
+            .build(),
+    )
+    .await;
+    assert!(a.outcome("s").is_empty(), "replica a cannot know yet");
+    // Within one renewal interval (lock TTL / 3 = 1 s).
+    tokio::time::sleep(Duration::from_millis(1010)).await;
+    assert_eq!(a.outcome("s"), [(Outcome::Cancelled, "stop-requested")]);
+    assert_eq!(
+        a.seen.lock().unwrap()[0].2,
+        Some(CancelCause::StopRequested)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_max_lock_lifetime_preempts_a_hung_handler() {
+    let w = World::new(RuntimeOptions {
+        lock_ttl: Duration::from_secs(3),
+        max_lock_lifetime: Duration::from_secs(5),
+        detach_timeout: Duration::from_secs(600),
+        ..deferred()
+    });
+    w.send(
+        &EventBuilder::new(w.thread("1"))
+            .id("h")
+            .mention("wait-cancel")
+            .build(),
+    )
+    .await;
+    // Renewed past its first TTL …
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert!(w.outcome("h").is_empty(), "still holding at 6 s");
+    // … but not past the lifetime: the last renewal (at 5 s) lapses by 8 s.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(w.outcome("h"), [(Outcome::Preempted, "lease-lost")]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_sweep_runs_entries_a_dead_holder_left_behind() {
+    let state = Arc::new(MemoryState::new());
+    let w = World::on(
+        Arc::clone(&state),
+        RuntimeOptions {
+            sweep_interval: Some(Duration::from_secs(1)),
+            lock_ttl: Duration::from_secs(3),
+            ..deferred()
+        },
+    );
+    // A holder on another replica took the scope and died with an entry queued.
+    let t = w.thread("1");
+    let dead = EventBuilder::new(t.clone()).id("dead").mention("x").build();
+    let scope = t.thread_scope();
+    let req = |e| {
+        AdmitRequest::new(e, scope.clone(), Concurrency::queue()).lease_ttl(Duration::from_secs(3))
+    };
+    assert!(matches!(
+        state.admit(req(dead)).await.unwrap().decision,
+        Decision::Run(_)
+    ));
+    let orphan = EventBuilder::new(t).id("orphan").mention("x").build();
+    assert!(matches!(
+        state.admit(req(orphan)).await.unwrap().decision,
+        Decision::Queued { .. }
+    ));
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(w.seen(), [pair("mention", "orphan")]);
+    assert_eq!(w.outcome("orphan"), [(Outcome::Ran, "ok")]);
+}
