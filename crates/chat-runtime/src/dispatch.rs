@@ -332,7 +332,7 @@ async fn decide(
                 Verdict::Accepted
             } else {
                 match ctx
-                    .wait_for_slot(&scope, accepted_at + inner.options.sync_slot_wait)
+                    .wait_for_slot(scope, accepted_at + inner.options.sync_slot_wait)
                     .await
                 {
                     Some(lease) => {
