@@ -107,10 +107,8 @@ impl Holder {
     pub(crate) async fn run_sync(&self, lease: Lease, work: Work) -> Outcome {
         self.inner.hold(&lease);
         let (outcome, lost) = self.run(work, Some(&lease)).await;
-        if lost {
-            self.inner.unhold(&lease);
-        } else {
-            self.inner.unhold(&lease);
+        self.inner.unhold(&lease);
+        if !lost {
             self.spawn_holder(lease, None, None);
         }
         outcome
