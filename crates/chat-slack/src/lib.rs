@@ -1,12 +1,140 @@
 //! # chat-slack
 //!
-//! The Slack [`PlatformAdapter`](chat_core::PlatformAdapter): request signing,
-//! Events API, slash commands, interactivity and the Web API.
+//! The Slack [`PlatformAdapter`](chat_core::PlatformAdapter) for chat-rs:
 //!
-//! This crate is being built; it has no public items yet.
+//! * **Verify** ([`signature`]): `v0=` HMAC-SHA256 over `v0:{timestamp}:{raw
+//!   body}`, compared in constant time, with the timestamp within ±300 s
+//!   (configurable), before anything is parsed.
+//! * **Parse**: Events API (`url_verification` → the challenge;
+//!   `app_mention`, `message` with edits and deletes, reactions, assistant
+//!   threads, `app_home_opened`, `member_joined_channel`), slash commands
+//!   (and the SSL check), and interactivity (`block_actions`,
+//!   `view_submission`, `view_closed`, shortcuts) into normalized
+//!   [`Event`](chat_core::Event)s. Threads are `(tenant, channel, thread_ts ??
+//!   ts)`; the tenant is the enterprise for org-wide installs, else the team.
+//!   A post's `app_mention` and `message` twins share one dedupe key
+//!   (`{channel}:{ts}`). The bot's own messages and (by default) other bots'
+//!   are ignored. See "What each delivery becomes" below.
+//! * **Respond**: each runtime verdict as Slack expects it for the delivery
+//!   kind (see "Answers" below).
+//! * **Outbound** ([`SlackClient`]): the Web API over rustls, `ok:false` as
+//!   [`AdapterError::Api`](chat_core::AdapterError::Api), 429s waited out
+//!   within a deadline, and Markdown converted to mrkdwn ([`mrkdwn`]).
+//!
+//! ## Verify and parse a delivery
 //!
 //! ```
-//! assert_eq!(chat_core::Platform::Slack.as_str(), "slack");
+//! use std::time::{Duration, UNIX_EPOCH};
+//! use bytes::Bytes;
+//! use chat_core::{EventKind, Inbound, PlatformAdapter};
+//! use chat_slack::{signature, SlackAdapter};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let secret = "8f742231b10e8888abcd99yyyzzz85a5";
+//! let adapter = SlackAdapter::builder()
+//!     .signing_secret(secret)
+//!     .bot_token("xoxb-your-token")
+//!     .bot_user_id("U0LAN0Z89")
+//!     .clock(|| UNIX_EPOCH + Duration::from_secs(1_531_420_618))
+//!     .build()?;
+//!
+//! // An app_mention as Slack sends it, signed as Slack signs it.
+//! let body = Bytes::from_static(br#"{
+//!   "type": "event_callback", "team_id": "T061EG9R6", "api_app_id": "A0MDYCDME",
+//!   "event_id": "Ev0LAN670R", "event_time": 1531420618,
+//!   "authorizations": [{"team_id": "T061EG9R6", "user_id": "U0LAN0Z89", "is_bot": true,
+//!                       "is_enterprise_install": false}],
+//!   "event": {"type": "app_mention", "user": "U061F7AUR", "channel": "C0LAN2Q65",
+//!             "text": "<@U0LAN0Z89> is it everything a river should be?",
+//!             "ts": "1515449522.000016", "event_ts": "1515449522000016"}
+//! }"#);
+//! let timestamp = "1531420618";
+//! let request = http::Request::post("/slack/events")
+//!     .header("content-type", "application/json")
+//!     .header(signature::TIMESTAMP_HEADER, timestamp)
+//!     .header(signature::SIGNATURE_HEADER, signature::sign(secret, timestamp, &body))
+//!     .body(())?;
+//! let (parts, ()) = request.into_parts();
+//!
+//! adapter.verify(&parts, &body)?;
+//! let Inbound::Event(event) = adapter.parse(&parts, &body)? else {
+//!     panic!("an app_mention is an event");
+//! };
+//! assert_eq!(event.thread.to_string(), "slack:T061EG9R6:C0LAN2Q65:1515449522.000016");
+//! assert_eq!(event.dedupe_key.as_str(), "C0LAN2Q65:1515449522.000016");
+//! let EventKind::Message(message) = &event.kind else { panic!("a message") };
+//! assert!(message.is_mention);
+//!
+//! // A tampered body fails before anything is parsed.
+//! let tampered = Bytes::from(String::from_utf8(body.to_vec())?.replace("river", "rover"));
+//! assert!(adapter.verify(&parts, &tampered).is_err());
+//! # Ok(())
+//! # }
 //! ```
+//!
+//! ## What each delivery becomes
+//!
+//! | delivery | [`EventKind`](chat_core::EventKind) | thread | dedupe key |
+//! |---|---|---|---|
+//! | `url_verification` | [`Inbound::Reply`](chat_core::Inbound::Reply) with the challenge | | |
+//! | `app_mention` | `Message` (posted, `is_mention`) | `thread_ts ?? ts` | `{channel}:{ts}` |
+//! | `message` (also `thread_broadcast`, `file_share`, `me_message`) | `Message` (posted; `is_mention` when it mentions the bot, `is_dm` in an `im`) | `thread_ts ?? ts` | `{channel}:{ts}` |
+//! | `message_changed` | `Message` (edited) | the message's `thread_ts ?? ts` | `{channel}:{ts}:edited:{edited.ts}` |
+//! | `message_deleted` | `Message` (deleted, empty text) | the old message's `thread_ts ?? deleted_ts` | `{channel}:{deleted_ts}:deleted` |
+//! | `reaction_added` / `_removed` on a message | `Reaction` | the message's `ts` | `event_id` |
+//! | `assistant_thread_started` / `_context_changed` | `Other` (by name) | `assistant_thread.thread_ts` | `event_id` |
+//! | `app_home_opened`, `member_joined_channel` | `Other` (by name) | channel-level (empty) | `event_id` |
+//! | slash command | `SlashCommand` | channel-level (empty) | `trigger_id` |
+//! | `ssl_check=1` | [`Inbound::Reply`](chat_core::Inbound::Reply), empty 200 | | |
+//! | `block_actions` | `Action` (the first action) | the message's thread, or the modal's root view | `trigger_id` |
+//! | `view_submission` / `view_closed` | `ModalSubmit` / `ModalClose` | no channel; the root view id | `trigger_id`, else a body digest |
+//! | `shortcut`, `message_action` | `Other` (by type, the payload as data) | the message's thread, else the `trigger_id` | `trigger_id` |
+//! | own or (by default) other bots' messages, edits and deletes; own reactions; channel notices (`channel_join`, …); unfurls; unknown types | [`Inbound::Ignored`](chat_core::Inbound::Ignored) with a reason | | |
+//!
+//! The tenant is `authorizations[0]`'s enterprise id for an org-wide install,
+//! else its team id, else the payload's `team_id` / `enterprise_id`. Retry
+//! headers (`X-Slack-Retry-Num`, `-Reason`) are recorded on the event
+//! ([`Event::attempt`](chat_core::Event::attempt),
+//! [`retry_reason`](chat_core::Event::retry_reason)); deduplication, not the
+//! header, decides whether a retry runs.
+//!
+//! ## Answers
+//!
+//! How [`SlackAdapter`] answers each runtime [`Verdict`](chat_core::Verdict):
+//!
+//! | verdict | Events API, interactivity | slash command |
+//! |---|---|---|
+//! | accepted, duplicate, ignored | 200, empty | 200, empty |
+//! | at capacity | 503 (Slack retries events) | 200, ephemeral "at capacity" text |
+//! | failed before the ack | 500 (Slack retries events) | 200, ephemeral error text |
+//! | rejected: signature, timestamp, signature headers | 401 | 401 |
+//! | rejected: malformed, unreadable body | 400 + `x-slack-no-retry: 1` | same |
+//! | rejected: too large | 413 + `x-slack-no-retry: 1` | same |
+//! | reply (a sync handler's JSON) | 200 `application/json` | 200 `application/json`; a bare string becomes `{"text": …}` |
+//!
+//! `x-slack-no-retry: 1` goes only where a retry would carry the same bytes to
+//! the same answer (a body we cannot read or that is too large). A 401 is
+//! retried: a signing secret being rotated may be right by the next attempt. A
+//! 503 or 500 is retried on purpose: nothing was marked, so the retry runs.
+//! Slash commands get a 200 with a visible message even when the bot cannot
+//! run them, because for anything else Slack shows the user only a generic
+//! failure.
 
 #![forbid(unsafe_code)]
+
+mod adapter;
+mod client;
+mod clock;
+mod error;
+mod inbound;
+pub mod mrkdwn;
+mod respond;
+pub mod signature;
+
+pub use adapter::{SlackAdapter, SlackAdapterBuilder};
+pub use client::{
+    BotIdentity, DEFAULT_API_BASE_URL, PostedMessage, SlackClient, SlackClientBuilder,
+};
+pub use clock::{Clock, SystemClock};
+pub use error::BuildError;
+pub use respond::NO_RETRY_HEADER;

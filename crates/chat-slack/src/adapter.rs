@@ -1,0 +1,464 @@
+//! [`SlackAdapter`]: the Slack [`PlatformAdapter`].
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use chat_core::{
+    AdapterError, Event, Inbound, MessageRef, OutboundMessage, Platform, PlatformAdapter,
+    TextFormat, ThreadRef, Verdict, WebhookError,
+};
+use tokio::sync::OnceCell;
+use tokio::time::Instant;
+
+use crate::client::{BotIdentity, DEFAULT_API_BASE_URL, SlackClient};
+use crate::clock::{Clock, SystemClock};
+use crate::error::BuildError;
+use crate::inbound::{self, Context};
+use crate::mrkdwn::markdown_to_mrkdwn;
+use crate::respond::{self, Texts};
+use crate::signature::Verifier;
+
+/// How long after a failed `auth.test` the adapter waits before trying again.
+const LEARN_RETRY: Duration = Duration::from_secs(60);
+
+/// The Slack adapter: verifies, parses and answers webhook deliveries, and
+/// posts through the Web API with one bot token.
+///
+/// Built with [`SlackAdapter::builder`]. Its `Debug` output never shows the
+/// signing secret or the token.
+///
+/// **Which messages are "ours".** Our own messages are always ignored, and
+/// other bots' by default ([`SlackAdapterBuilder::ignore_other_bots`]). The
+/// bot is recognized by its user id and bot id: the configured ones
+/// ([`bot_user_id`](SlackAdapterBuilder::bot_user_id),
+/// [`bot_id`](SlackAdapterBuilder::bot_id)), else those `auth.test` returns —
+/// learned by [`identity`](Self::identity), and on the first
+/// [`post`](PlatformAdapter::post) (the bot has no messages to recognize
+/// before it posts) — and in every Events API delivery the bot user of the
+/// installation it is for (`authorizations[0].user_id`).
+pub struct SlackAdapter {
+    name: String,
+    verifier: Verifier,
+    client: SlackClient,
+    configured: BotIdentity,
+    learned: OnceCell<BotIdentity>,
+    last_learn_attempt: Mutex<Option<Instant>>,
+    ignore_other_bots: bool,
+    max_body_bytes: usize,
+    clock: Arc<dyn Clock>,
+    texts: Texts,
+}
+
+impl fmt::Debug for SlackAdapter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SlackAdapter")
+            .field("name", &self.name)
+            .field("verifier", &self.verifier)
+            .field("client", &self.client)
+            .field("configured", &self.configured)
+            .field("learned", &self.learned.get())
+            .field("ignore_other_bots", &self.ignore_other_bots)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Settings of a [`SlackAdapter`]. A signing secret and a bot token are
+/// required; everything else has a default.
+#[must_use]
+pub struct SlackAdapterBuilder {
+    name: String,
+    signing_secret: Option<String>,
+    bot_token: Option<String>,
+    bot_user_id: Option<String>,
+    bot_id: Option<String>,
+    api_base_url: String,
+    timestamp_tolerance: Duration,
+    max_body_bytes: usize,
+    clock: Arc<dyn Clock>,
+    ignore_other_bots: bool,
+    texts: Texts,
+    max_retries: u32,
+    retry_budget: Duration,
+    request_timeout: Duration,
+}
+
+impl fmt::Debug for SlackAdapterBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SlackAdapterBuilder")
+            .field("name", &self.name)
+            .field(
+                "signing_secret",
+                &self.signing_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("bot_token", &self.bot_token.as_ref().map(|_| "<redacted>"))
+            .field("bot_user_id", &self.bot_user_id)
+            .field("bot_id", &self.bot_id)
+            .field("api_base_url", &self.api_base_url)
+            .field("timestamp_tolerance", &self.timestamp_tolerance)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for SlackAdapterBuilder {
+    fn default() -> Self {
+        Self {
+            name: "slack".to_owned(),
+            signing_secret: None,
+            bot_token: None,
+            bot_user_id: None,
+            bot_id: None,
+            api_base_url: DEFAULT_API_BASE_URL.to_owned(),
+            timestamp_tolerance: Duration::from_secs(300),
+            max_body_bytes: 1024 * 1024,
+            clock: Arc::new(SystemClock),
+            ignore_other_bots: true,
+            texts: Texts::default(),
+            max_retries: 3,
+            retry_budget: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl SlackAdapterBuilder {
+    /// The adapter's name, which names its webhook route (default `slack`).
+    /// Give each Slack app of one bot its own.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The app's signing secret (Basic Information → App Credentials).
+    /// Required.
+    pub fn signing_secret(mut self, secret: impl Into<String>) -> Self {
+        self.signing_secret = Some(secret.into());
+        self
+    }
+
+    /// The bot token (`xoxb-…`) for Web API calls. Required.
+    pub fn bot_token(mut self, token: impl Into<String>) -> Self {
+        self.bot_token = Some(token.into());
+        self
+    }
+
+    /// The bot's user id (`U…`), if known; else learned from `auth.test`.
+    pub fn bot_user_id(mut self, id: impl Into<String>) -> Self {
+        self.bot_user_id = Some(id.into());
+        self
+    }
+
+    /// The bot's bot id (`B…`), if known; else learned from `auth.test`.
+    pub fn bot_id(mut self, id: impl Into<String>) -> Self {
+        self.bot_id = Some(id.into());
+        self
+    }
+
+    /// The Web API base URL (default `https://slack.com/api`).
+    pub fn api_base_url(mut self, url: impl Into<String>) -> Self {
+        self.api_base_url = url.into();
+        self
+    }
+
+    /// How far the signed timestamp may be from now, either way (default 300 s).
+    pub fn timestamp_tolerance(mut self, tolerance: Duration) -> Self {
+        self.timestamp_tolerance = tolerance;
+        self
+    }
+
+    /// The largest body accepted (default 1 MiB).
+    pub fn max_body_bytes(mut self, limit: usize) -> Self {
+        self.max_body_bytes = limit;
+        self
+    }
+
+    /// The clock for the signature window and `received_at_ms` (default: the
+    /// system clock). Any `Fn() -> SystemTime` works.
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// Whether messages from other bots are ignored too (default `true`,
+    /// which prevents bot-to-bot loops). The bot's own messages are always
+    /// ignored.
+    pub fn ignore_other_bots(mut self, ignore: bool) -> Self {
+        self.ignore_other_bots = ignore;
+        self
+    }
+
+    /// The ephemeral text a slash command gets when the bot is at capacity.
+    pub fn at_capacity_text(mut self, text: impl Into<String>) -> Self {
+        self.texts.at_capacity = text.into();
+        self
+    }
+
+    /// The ephemeral text a slash command gets when it failed before the ack.
+    pub fn failure_text(mut self, text: impl Into<String>) -> Self {
+        self.texts.failed = text.into();
+        self
+    }
+
+    /// How many times a Web API call is retried after a 429 (default 3).
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.max_retries = n;
+        self
+    }
+
+    /// How long one Web API call may wait out 429s when it has no deadline
+    /// (default 30 s). See [`SlackClient`].
+    pub fn retry_budget(mut self, budget: Duration) -> Self {
+        self.retry_budget = budget;
+        self
+    }
+
+    /// The timeout of one Web API request (default 10 s).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Builds the adapter.
+    pub fn build(self) -> Result<SlackAdapter, BuildError> {
+        let secret = self
+            .signing_secret
+            .filter(|s| !s.is_empty())
+            .ok_or(BuildError::MissingSigningSecret)?;
+        let token = self.bot_token.ok_or(BuildError::MissingBotToken)?;
+        let client = SlackClient::builder(token)
+            .base_url(self.api_base_url)
+            .max_retries(self.max_retries)
+            .retry_budget(self.retry_budget)
+            .request_timeout(self.request_timeout)
+            .build()?;
+        Ok(SlackAdapter {
+            name: self.name,
+            verifier: Verifier::new(&secret, self.timestamp_tolerance),
+            client,
+            configured: BotIdentity::new(
+                self.bot_user_id.filter(|s| !s.is_empty()),
+                self.bot_id.filter(|s| !s.is_empty()),
+            ),
+            learned: OnceCell::new(),
+            last_learn_attempt: Mutex::new(None),
+            ignore_other_bots: self.ignore_other_bots,
+            max_body_bytes: self.max_body_bytes,
+            clock: self.clock,
+            texts: self.texts,
+        })
+    }
+}
+
+impl SlackAdapter {
+    /// A builder with the defaults.
+    pub fn builder() -> SlackAdapterBuilder {
+        SlackAdapterBuilder::default()
+    }
+
+    /// The Web API client, for what the [`PlatformAdapter`] methods do not
+    /// cover (ephemeral messages, modals, reactions removal, any method via
+    /// [`SlackClient::call`]).
+    pub fn client(&self) -> &SlackClient {
+        &self.client
+    }
+
+    /// The bot's identity: the configured ids, completed by one `auth.test`
+    /// call whose answer is cached.
+    pub async fn identity(&self) -> Result<BotIdentity, AdapterError> {
+        if self.configured.user_id.is_some() && self.configured.bot_id.is_some() {
+            return Ok(self.configured.clone());
+        }
+        let learned = self
+            .learned
+            .get_or_try_init(|| self.client.auth_test())
+            .await?;
+        Ok(self.merged(Some(learned)))
+    }
+
+    fn merged(&self, learned: Option<&BotIdentity>) -> BotIdentity {
+        let mut id = self.configured.clone();
+        if let Some(l) = learned {
+            id.user_id = id.user_id.or_else(|| l.user_id.clone());
+            id.bot_id = id.bot_id.or_else(|| l.bot_id.clone());
+            id.team_id = id.team_id.or_else(|| l.team_id.clone());
+            id.enterprise_id = id.enterprise_id.or_else(|| l.enterprise_id.clone());
+        }
+        id
+    }
+
+    /// Learns the identity once, at most one attempt per minute; failures only
+    /// log (the installation's bot user in each delivery still identifies us).
+    async fn learn_identity(&self) {
+        let complete = self.configured.user_id.is_some() && self.configured.bot_id.is_some();
+        if complete || self.learned.initialized() {
+            return;
+        }
+        {
+            let mut last = self
+                .last_learn_attempt
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if last.is_some_and(|t| t.elapsed() < LEARN_RETRY) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        if let Err(e) = self.identity().await {
+            tracing::warn!(error = %e, "slack: auth.test failed; recognizing own messages by authorizations only");
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.clock
+            .now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    fn check_size(&self, body: &Bytes) -> Result<(), WebhookError> {
+        if body.len() > self.max_body_bytes {
+            Err(WebhookError::TooLarge {
+                limit: self.max_body_bytes,
+            })
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// The text to send for a message: Markdown converted to mrkdwn, anything
+/// else as is.
+fn render(message: &OutboundMessage) -> String {
+    match message.format {
+        TextFormat::Markdown => markdown_to_mrkdwn(&message.text),
+        _ => message.text.clone(),
+    }
+}
+
+fn require_channel(channel: &str) -> Result<(), AdapterError> {
+    if channel.is_empty() {
+        Err(AdapterError::Unsupported(
+            "this thread has no channel (a modal); post with SlackClient instead",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl PlatformAdapter for SlackAdapter {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn platform(&self) -> Platform {
+        Platform::Slack
+    }
+
+    fn max_body_bytes(&self) -> usize {
+        self.max_body_bytes
+    }
+
+    /// Checks the `v0` signature over the raw body and the timestamp window.
+    fn verify(&self, parts: &http::request::Parts, body: &Bytes) -> Result<(), WebhookError> {
+        if parts.method != http::Method::POST {
+            return Err(WebhookError::MethodNotAllowed);
+        }
+        self.check_size(body)?;
+        let now: SystemTime = self.clock.now();
+        self.verifier.verify(&parts.headers, body, now)
+    }
+
+    fn parse(&self, parts: &http::request::Parts, body: &Bytes) -> Result<Inbound, WebhookError> {
+        self.check_size(body)?;
+        let (attempt, retry_reason) = Context::delivery_headers(&parts.headers);
+        let learned = self.merged(self.learned.get());
+        let cx = Context {
+            own_user_ids: learned.user_id.into_iter().collect(),
+            own_bot_ids: learned.bot_id.into_iter().collect(),
+            ignore_bots: self.ignore_other_bots,
+            received_at_ms: self.now_ms(),
+            attempt,
+            retry_reason,
+            raw: body.clone(),
+        };
+        inbound::parse(&cx, inbound::content_type(&parts.headers), body)
+    }
+
+    fn respond(&self, event: Option<&Event>, verdict: &Verdict) -> http::Response<Bytes> {
+        respond::respond(&self.texts, event, verdict)
+    }
+
+    /// `chat.postMessage` in the thread (`thread_ts`), or as a new message
+    /// when the thread part is empty (then the returned reference's thread is
+    /// the new message).
+    async fn post(
+        &self,
+        thread: &ThreadRef,
+        message: &OutboundMessage,
+    ) -> Result<MessageRef, AdapterError> {
+        require_channel(&thread.channel)?;
+        let text = render(message);
+        let thread_ts = Some(thread.thread.as_str()).filter(|t| !t.is_empty());
+        let ((), posted) = tokio::join!(
+            self.learn_identity(),
+            self.client.post_message(&thread.channel, thread_ts, &text)
+        );
+        let posted = posted?;
+        let mut thread = thread.clone();
+        if thread.thread.is_empty() {
+            thread.thread.clone_from(&posted.ts);
+        }
+        Ok(MessageRef {
+            thread,
+            id: posted.ts,
+        })
+    }
+
+    /// `chat.update`.
+    async fn edit(
+        &self,
+        message: &MessageRef,
+        content: &OutboundMessage,
+    ) -> Result<(), AdapterError> {
+        require_channel(&message.thread.channel)?;
+        self.client
+            .update_message(&message.thread.channel, &message.id, &render(content))
+            .await
+    }
+
+    /// `chat.delete`.
+    async fn delete(&self, message: &MessageRef) -> Result<(), AdapterError> {
+        require_channel(&message.thread.channel)?;
+        self.client
+            .delete_message(&message.thread.channel, &message.id)
+            .await
+    }
+
+    /// `reactions.add`; already having reacted is success.
+    async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
+        require_channel(&message.thread.channel)?;
+        self.client
+            .add_reaction(&message.thread.channel, &message.id, emoji)
+            .await
+    }
+
+    /// `assistant.threads.setStatus` (assistant threads only); `None` clears
+    /// it. A channel-level thread has no status: nothing is sent.
+    async fn set_status(
+        &self,
+        thread: &ThreadRef,
+        status: Option<&str>,
+    ) -> Result<(), AdapterError> {
+        if thread.channel.is_empty() || thread.thread.is_empty() {
+            return Ok(());
+        }
+        self.client
+            .set_assistant_status(&thread.channel, &thread.thread, status.unwrap_or(""))
+            .await
+    }
+}

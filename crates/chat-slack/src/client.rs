@@ -1,0 +1,520 @@
+//! The Slack Web API client: JSON bodies, a Bearer token, `ok:false` as typed
+//! errors, and 429s waited out within a deadline.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chat_core::AdapterError;
+use http::HeaderValue;
+use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::error::BuildError;
+use crate::inbound::payload::AuthTest;
+
+/// Slack's Web API endpoint.
+pub const DEFAULT_API_BASE_URL: &str = "https://slack.com/api";
+
+/// A Web API client bound to one bot token.
+///
+/// Cheap to clone (the connection pool and settings are shared). Every call
+/// sends `POST {base}/{method}` with a JSON body and `Authorization: Bearer …`.
+///
+/// * An answer with `"ok": false` is [`AdapterError::Api`] with Slack's error
+///   code (`channel_not_found`, …).
+/// * HTTP 429 is waited out for `Retry-After` seconds (the header, or
+///   `retry_after` in the body when the header is missing) and retried, at most
+///   [`max_retries`](SlackClientBuilder::max_retries) times, and never past the
+///   deadline: with [`with_deadline`](Self::with_deadline) that deadline, else
+///   the call's start plus the [`retry_budget`](SlackClientBuilder::retry_budget).
+///   A wait that would pass it is [`AdapterError::RateLimited`], returned at once.
+/// * Other non-2xx answers are [`AdapterError::Status`]; they are not retried,
+///   because a failed `chat.postMessage` may still have posted.
+///
+/// Its `Debug` output never shows the token.
+#[derive(Clone)]
+pub struct SlackClient {
+    inner: Arc<Inner>,
+    deadline: Option<Instant>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    base_url: String,
+    auth: HeaderValue,
+    max_retries: u32,
+    retry_budget: Duration,
+    request_timeout: Duration,
+}
+
+impl fmt::Debug for SlackClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SlackClient")
+            .field("base_url", &self.inner.base_url)
+            .field("token", &"<redacted>")
+            .field("max_retries", &self.inner.max_retries)
+            .field("retry_budget", &self.inner.retry_budget)
+            .field("request_timeout", &self.inner.request_timeout)
+            .field("deadline", &self.deadline)
+            .finish()
+    }
+}
+
+/// Settings of a [`SlackClient`].
+#[derive(Clone)]
+#[must_use]
+pub struct SlackClientBuilder {
+    token: String,
+    base_url: String,
+    max_retries: u32,
+    retry_budget: Duration,
+    request_timeout: Duration,
+}
+
+impl fmt::Debug for SlackClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SlackClientBuilder")
+            .field("token", &"<redacted>")
+            .field("base_url", &self.base_url)
+            .field("max_retries", &self.max_retries)
+            .field("retry_budget", &self.retry_budget)
+            .field("request_timeout", &self.request_timeout)
+            .finish()
+    }
+}
+
+impl SlackClientBuilder {
+    /// The Web API base URL (default [`DEFAULT_API_BASE_URL`]); tests point it
+    /// at a fake server.
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = url.into();
+        self
+    }
+
+    /// How many times one call is retried after a 429 (default 3).
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.max_retries = n;
+        self
+    }
+
+    /// How long one call may spend waiting out 429s when it has no deadline
+    /// (default 30 s).
+    pub fn retry_budget(mut self, budget: Duration) -> Self {
+        self.retry_budget = budget;
+        self
+    }
+
+    /// The timeout of one HTTP request (default 10 s; shortened to the deadline).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Builds the client.
+    pub fn build(self) -> Result<SlackClient, BuildError> {
+        if self.token.is_empty() {
+            return Err(BuildError::MissingBotToken);
+        }
+        let mut auth = HeaderValue::from_str(&format!("Bearer {}", self.token))
+            .map_err(|_| BuildError::InvalidBotToken)?;
+        auth.set_sensitive(true);
+        let url = reqwest::Url::parse(&self.base_url)
+            .map_err(|_| BuildError::InvalidBaseUrl(self.base_url.clone()))?;
+        if !matches!(url.scheme(), "http" | "https") || url.cannot_be_a_base() {
+            return Err(BuildError::InvalidBaseUrl(self.base_url));
+        }
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("chat-rs/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| BuildError::HttpClient(Box::new(e)))?;
+        Ok(SlackClient {
+            inner: Arc::new(Inner {
+                http,
+                base_url: self.base_url.trim_end_matches('/').to_owned(),
+                auth,
+                max_retries: self.max_retries,
+                retry_budget: self.retry_budget,
+                request_timeout: self.request_timeout,
+            }),
+            deadline: None,
+        })
+    }
+}
+
+/// Who a token belongs to, from `auth.test`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BotIdentity {
+    /// The bot user id (`U…`): the `user` of the bot's messages.
+    pub user_id: Option<String>,
+    /// The bot id (`B…`): the `bot_id` of the bot's messages.
+    pub bot_id: Option<String>,
+    /// The workspace the token is installed in.
+    pub team_id: Option<String>,
+    /// The organization, for Enterprise Grid installs.
+    pub enterprise_id: Option<String>,
+}
+
+impl BotIdentity {
+    /// An identity with the given user and bot ids.
+    pub fn new(user_id: Option<String>, bot_id: Option<String>) -> Self {
+        Self {
+            user_id,
+            bot_id,
+            ..Self::default()
+        }
+    }
+}
+
+/// A message `chat.postMessage` created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PostedMessage {
+    /// The channel it was posted in.
+    pub channel: String,
+    /// Its `ts`, the message id.
+    pub ts: String,
+}
+
+/// The deadline passed before the call could be (re)sent.
+#[derive(Debug, thiserror::Error)]
+#[error("the call's deadline passed")]
+struct DeadlineElapsed;
+
+impl SlackClient {
+    /// A builder for a client with `token` (`xoxb-…`).
+    pub fn builder(token: impl Into<String>) -> SlackClientBuilder {
+        SlackClientBuilder {
+            token: token.into(),
+            base_url: DEFAULT_API_BASE_URL.to_owned(),
+            max_retries: 3,
+            retry_budget: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// The same client, with every call bounded by `deadline` (a handler's
+    /// deadline): no 429 wait and no request runs past it.
+    #[must_use]
+    pub fn with_deadline(&self, deadline: Instant) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            deadline: Some(deadline),
+        }
+    }
+
+    /// The same client, with every call bounded by `timeout` from now.
+    #[must_use]
+    pub fn with_timeout(&self, timeout: Duration) -> Self {
+        self.with_deadline(Instant::now() + timeout)
+    }
+
+    /// The deadline calls are bounded by, if one was set.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// The base URL calls go to.
+    pub fn base_url(&self) -> &str {
+        &self.inner.base_url
+    }
+
+    /// Calls any Web API method with a JSON body and returns Slack's answer
+    /// (with `"ok": true`).
+    pub async fn call(&self, method: &str, body: &Value) -> Result<Value, AdapterError> {
+        let url = format!("{}/{method}", self.inner.base_url);
+        let payload = serde_json::to_vec(body).map_err(|e| AdapterError::Decode(Box::new(e)))?;
+        let deadline = self
+            .deadline
+            .unwrap_or_else(|| Instant::now() + self.inner.retry_budget);
+        let mut retries = 0u32;
+        loop {
+            let now = Instant::now();
+            let remaining = deadline.saturating_duration_since(now);
+            let timeout = match self.deadline {
+                Some(_) if remaining.is_zero() => {
+                    return Err(AdapterError::Transport(Box::new(DeadlineElapsed)));
+                }
+                Some(_) => remaining.min(self.inner.request_timeout),
+                None => self.inner.request_timeout,
+            };
+            let response = self
+                .inner
+                .http
+                .post(&url)
+                .header(AUTHORIZATION, self.inner.auth.clone())
+                .header(
+                    CONTENT_TYPE,
+                    HeaderValue::from_static("application/json; charset=utf-8"),
+                )
+                .body(payload.clone())
+                .timeout(timeout)
+                .send()
+                .await
+                .map_err(|e| AdapterError::Transport(Box::new(e)))?;
+            let status = response.status();
+            let header_wait = response
+                .headers()
+                .get(RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(parse_seconds);
+            let bytes = response
+                .bytes()
+                .await
+                .map_err(|e| AdapterError::Transport(Box::new(e)))?;
+
+            if status == http::StatusCode::TOO_MANY_REQUESTS {
+                let wait = header_wait
+                    .or_else(|| body_retry_after(&bytes))
+                    .unwrap_or(Duration::from_secs(1));
+                if retries >= self.inner.max_retries || Instant::now() + wait > deadline {
+                    tracing::debug!(
+                        method,
+                        wait_ms = wait.as_millis() as u64,
+                        "slack: rate limited; giving up"
+                    );
+                    return Err(AdapterError::RateLimited { retry_after: wait });
+                }
+                tracing::debug!(
+                    method,
+                    wait_ms = wait.as_millis() as u64,
+                    "slack: rate limited; waiting"
+                );
+                tokio::time::sleep(wait).await;
+                retries += 1;
+                continue;
+            }
+            if !status.is_success() {
+                return Err(AdapterError::Status(status));
+            }
+            let answer: Value =
+                serde_json::from_slice(&bytes).map_err(|e| AdapterError::Decode(Box::new(e)))?;
+            if answer.get("ok").and_then(Value::as_bool) == Some(true) {
+                return Ok(answer);
+            }
+            let code = answer
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown_error")
+                .to_owned();
+            tracing::debug!(method, code = %code, "slack: api error");
+            return Err(AdapterError::Api { code });
+        }
+    }
+
+    /// `chat.postMessage`: posts `text` in `channel`, as a reply in `thread_ts`
+    /// when given.
+    pub async fn post_message(
+        &self,
+        channel: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+    ) -> Result<PostedMessage, AdapterError> {
+        let mut body = json!({ "channel": channel, "text": text });
+        if let Some(ts) = thread_ts.filter(|t| !t.is_empty()) {
+            body["thread_ts"] = json!(ts);
+        }
+        let answer = self.call("chat.postMessage", &body).await?;
+        #[derive(Deserialize)]
+        struct Posted {
+            channel: Option<String>,
+            ts: Option<String>,
+        }
+        let posted = Posted::deserialize(&answer).map_err(|e| AdapterError::Decode(Box::new(e)))?;
+        let ts = posted
+            .ts
+            .ok_or_else(|| AdapterError::Decode("chat.postMessage answer without ts".into()))?;
+        Ok(PostedMessage {
+            channel: posted.channel.unwrap_or_else(|| channel.to_owned()),
+            ts,
+        })
+    }
+
+    /// `chat.postEphemeral`: a message only `user` sees, in `channel` (and in
+    /// `thread_ts` when given).
+    pub async fn post_ephemeral(
+        &self,
+        channel: &str,
+        user: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+    ) -> Result<(), AdapterError> {
+        let mut body = json!({ "channel": channel, "user": user, "text": text });
+        if let Some(ts) = thread_ts.filter(|t| !t.is_empty()) {
+            body["thread_ts"] = json!(ts);
+        }
+        self.call("chat.postEphemeral", &body).await.map(drop)
+    }
+
+    /// `chat.update`: replaces the text of the bot's message `ts`.
+    pub async fn update_message(
+        &self,
+        channel: &str,
+        ts: &str,
+        text: &str,
+    ) -> Result<(), AdapterError> {
+        let body = json!({ "channel": channel, "ts": ts, "text": text });
+        self.call("chat.update", &body).await.map(drop)
+    }
+
+    /// `chat.delete`: deletes the bot's message `ts`.
+    pub async fn delete_message(&self, channel: &str, ts: &str) -> Result<(), AdapterError> {
+        let body = json!({ "channel": channel, "ts": ts });
+        self.call("chat.delete", &body).await.map(drop)
+    }
+
+    /// `reactions.add`: reacts to message `ts` with `name` (colons optional).
+    /// Already having reacted is success.
+    pub async fn add_reaction(
+        &self,
+        channel: &str,
+        ts: &str,
+        name: &str,
+    ) -> Result<(), AdapterError> {
+        let body = json!({ "channel": channel, "timestamp": ts, "name": emoji_name(name) });
+        match self.call("reactions.add", &body).await {
+            Err(AdapterError::Api { code }) if code == "already_reacted" => Ok(()),
+            other => other.map(drop),
+        }
+    }
+
+    /// `reactions.remove`. A reaction that is not there is success.
+    pub async fn remove_reaction(
+        &self,
+        channel: &str,
+        ts: &str,
+        name: &str,
+    ) -> Result<(), AdapterError> {
+        let body = json!({ "channel": channel, "timestamp": ts, "name": emoji_name(name) });
+        match self.call("reactions.remove", &body).await {
+            Err(AdapterError::Api { code }) if code == "no_reaction" => Ok(()),
+            other => other.map(drop),
+        }
+    }
+
+    /// `assistant.threads.setStatus`: the "is thinking…" status of an assistant
+    /// thread; an empty `status` clears it.
+    pub async fn set_assistant_status(
+        &self,
+        channel: &str,
+        thread_ts: &str,
+        status: &str,
+    ) -> Result<(), AdapterError> {
+        let body = json!({ "channel_id": channel, "thread_ts": thread_ts, "status": status });
+        self.call("assistant.threads.setStatus", &body)
+            .await
+            .map(drop)
+    }
+
+    /// `views.open`: opens a modal with a `trigger_id` (valid for about 3 s).
+    /// Returns Slack's answer (its `view` has the new view's id).
+    pub async fn open_view(&self, trigger_id: &str, view: &Value) -> Result<Value, AdapterError> {
+        let body = json!({ "trigger_id": trigger_id, "view": view });
+        self.call("views.open", &body).await
+    }
+
+    /// `auth.test`: who the token belongs to.
+    pub async fn auth_test(&self) -> Result<BotIdentity, AdapterError> {
+        let answer = self.call("auth.test", &json!({})).await?;
+        let a = AuthTest::deserialize(&answer).map_err(|e| AdapterError::Decode(Box::new(e)))?;
+        Ok(BotIdentity {
+            user_id: a.user_id.filter(|s| !s.is_empty()),
+            bot_id: a.bot_id.filter(|s| !s.is_empty()),
+            team_id: a.team_id.filter(|s| !s.is_empty()),
+            enterprise_id: a.enterprise_id.filter(|s| !s.is_empty()),
+        })
+    }
+}
+
+/// `thumbsup` from `:thumbsup:` or `thumbsup`.
+fn emoji_name(name: &str) -> &str {
+    name.trim().trim_matches(':')
+}
+
+/// Seconds as Slack gives them (`30`, `1.5`); `None` for anything else.
+fn parse_seconds(s: &str) -> Option<Duration> {
+    let secs: f64 = s.trim().parse().ok()?;
+    seconds(secs)
+}
+
+fn seconds(secs: f64) -> Option<Duration> {
+    if secs.is_finite() && secs >= 0.0 {
+        Duration::try_from_secs_f64(secs).ok()
+    } else {
+        None
+    }
+}
+
+/// `retry_after` in a 429's JSON body (number or numeric string).
+fn body_retry_after(body: &[u8]) -> Option<Duration> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    match v.get("retry_after")? {
+        Value::Number(n) => seconds(n.as_f64()?),
+        Value::String(s) => parse_seconds(s),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_values_parse_or_are_refused() {
+        assert_eq!(parse_seconds("30"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_seconds(" 1.5 "), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_seconds("-1"), None);
+        assert_eq!(parse_seconds("NaN"), None);
+        assert_eq!(parse_seconds("inf"), None);
+        assert_eq!(parse_seconds("1e300"), None);
+        assert_eq!(parse_seconds("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(
+            body_retry_after(br#"{"ok":false,"error":"ratelimited","retry_after":7}"#),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(
+            body_retry_after(br#"{"retry_after":"2"}"#),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(body_retry_after(br#"{"retry_after":null}"#), None);
+        assert_eq!(body_retry_after(b"not json"), None);
+    }
+
+    #[test]
+    fn emoji_names_lose_their_colons() {
+        assert_eq!(emoji_name(":thumbsup:"), "thumbsup");
+        assert_eq!(emoji_name("eyes"), "eyes");
+    }
+
+    #[test]
+    fn the_builder_refuses_bad_settings() {
+        assert!(matches!(
+            SlackClient::builder("").build(),
+            Err(BuildError::MissingBotToken)
+        ));
+        assert!(matches!(
+            SlackClient::builder("xoxb-1\n2").build(),
+            Err(BuildError::InvalidBotToken)
+        ));
+        assert!(matches!(
+            SlackClient::builder("xoxb-1").base_url("not a url").build(),
+            Err(BuildError::InvalidBaseUrl(_))
+        ));
+        assert!(matches!(
+            SlackClient::builder("xoxb-1")
+                .base_url("ftp://example.com")
+                .build(),
+            Err(BuildError::InvalidBaseUrl(_))
+        ));
+    }
+
+    #[test]
+    fn debug_never_shows_the_token() {
+        let client = SlackClient::builder("xoxb-secret-token").build().unwrap();
+        let shown = format!("{client:?} {:?}", SlackClient::builder("xoxb-secret-token"));
+        assert!(!shown.contains("xoxb-secret-token"));
+    }
+}

@@ -1,0 +1,218 @@
+//! Inbound deliveries: which kind a verified body is, and the normalized
+//! [`Event`] it becomes.
+//!
+//! * JSON bodies are the Events API ([`events`]).
+//! * Form bodies are slash commands, the SSL check, and interactivity payloads
+//!   (`payload=`) ([`form`], [`interactive`]).
+
+mod events;
+mod form;
+mod interactive;
+pub(crate) mod payload;
+
+use bytes::Bytes;
+use chat_core::{
+    Author, DedupeKey, Event, EventId, EventKind, Inbound, Platform, ThreadRef, WebhookError,
+};
+use http::HeaderValue;
+use http::header::CONTENT_TYPE;
+
+/// Header: how many times Slack has retried this event (`1`..`3`).
+pub(crate) const RETRY_NUM_HEADER: &str = "x-slack-retry-num";
+/// Header: why Slack retried (`http_timeout`, …).
+pub(crate) const RETRY_REASON_HEADER: &str = "x-slack-retry-reason";
+
+/// Everything a parser needs besides the body: who "we" are, the filter
+/// settings, and the delivery's metadata.
+#[derive(Debug)]
+pub(crate) struct Context {
+    /// Our bot user ids (configured, learned from `auth.test`).
+    pub(crate) own_user_ids: Vec<String>,
+    /// Our bot ids (`B…`).
+    pub(crate) own_bot_ids: Vec<String>,
+    /// Ignore messages of other bots too (not only our own).
+    pub(crate) ignore_bots: bool,
+    pub(crate) received_at_ms: u64,
+    pub(crate) attempt: u32,
+    pub(crate) retry_reason: Option<String>,
+    pub(crate) raw: Bytes,
+}
+
+impl Context {
+    /// Reads the retry headers; the rest is filled by the adapter.
+    pub(crate) fn delivery_headers(headers: &http::HeaderMap) -> (u32, Option<String>) {
+        let attempt = headers
+            .get(RETRY_NUM_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .unwrap_or(0);
+        let reason = headers
+            .get(RETRY_REASON_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(reason_name)
+            .filter(|r| !r.is_empty());
+        (attempt, reason)
+    }
+
+    /// Whether `user` / `bot_id` is this bot. `installation_user` is the bot user
+    /// of the installation the delivery is for (`authorizations[0]`, when it is
+    /// a bot), which identifies us even before `auth.test` was called.
+    fn is_me(
+        &self,
+        user: Option<&str>,
+        bot_id: Option<&str>,
+        installation_user: Option<&str>,
+    ) -> bool {
+        let user_is_me = user.filter(|u| !u.is_empty()).is_some_and(|u| {
+            installation_user == Some(u) || self.own_user_ids.iter().any(|o| o == u)
+        });
+        let bot_is_me = bot_id
+            .filter(|b| !b.is_empty())
+            .is_some_and(|b| self.own_bot_ids.iter().any(|o| o == b));
+        user_is_me || bot_is_me
+    }
+
+    /// Whether `text` @-mentions this bot (`<@U…>` or `<@U…|name>`).
+    fn mentions_me(&self, text: &str, installation_user: Option<&str>) -> bool {
+        installation_user
+            .into_iter()
+            .chain(self.own_user_ids.iter().map(String::as_str))
+            .filter(|u| !u.is_empty())
+            .any(|u| {
+                text.match_indices("<@").any(|(i, _)| {
+                    let rest = &text[i + 2..];
+                    rest.strip_prefix(u)
+                        .is_some_and(|after| after.starts_with('>') || after.starts_with('|'))
+                })
+            })
+    }
+
+    /// Builds the event with this delivery's metadata.
+    fn event(&self, id: String, dedupe: String, thread: ThreadRef, kind: EventKind) -> Inbound {
+        Inbound::Event(Box::new(Event {
+            id: EventId::new(id),
+            dedupe_key: DedupeKey::new(dedupe),
+            thread,
+            received_at_ms: self.received_at_ms,
+            attempt: self.attempt,
+            retry_reason: self.retry_reason.clone(),
+            kind,
+            raw: self.raw.clone(),
+        }))
+    }
+}
+
+/// Parses a verified delivery.
+pub(crate) fn parse(
+    cx: &Context,
+    content_type: Option<&HeaderValue>,
+    body: &[u8],
+) -> Result<Inbound, WebhookError> {
+    if is_form(content_type, body) {
+        form::parse(cx, body)
+    } else {
+        events::parse(cx, body)
+    }
+}
+
+/// Form-encoded (slash commands, interactivity) or JSON (Events API)? The
+/// header decides; without one, the first non-blank byte does.
+fn is_form(content_type: Option<&HeaderValue>, body: &[u8]) -> bool {
+    if let Some(ct) = content_type.and_then(|v| v.to_str().ok()) {
+        let essence = ct.split(';').next().unwrap_or("").trim();
+        if essence.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
+            return true;
+        }
+        if essence.eq_ignore_ascii_case("application/json") {
+            return false;
+        }
+    }
+    body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{')
+}
+
+/// The `Content-Type` header of a request.
+pub(crate) fn content_type(headers: &http::HeaderMap) -> Option<&HeaderValue> {
+    headers.get(CONTENT_TYPE)
+}
+
+fn thread(tenant: &str, channel: &str, thread: &str) -> ThreadRef {
+    ThreadRef::new(Platform::Slack, tenant, channel, thread)
+}
+
+/// `Some(s)` unless `s` is missing or empty.
+fn present(s: Option<&String>) -> Option<&str> {
+    s.map(String::as_str).filter(|s| !s.is_empty())
+}
+
+fn malformed(what: &str) -> WebhookError {
+    WebhookError::Malformed(what.to_owned())
+}
+
+/// A JSON error, described without echoing the input.
+fn json_error(e: &serde_json::Error) -> WebhookError {
+    use serde_json::error::Category;
+    let what = match e.classify() {
+        Category::Syntax | Category::Eof | Category::Io => "invalid JSON",
+        Category::Data => "unexpected JSON shape",
+    };
+    if e.line() > 0 {
+        WebhookError::Malformed(format!("{what} at line {} column {}", e.line(), e.column()))
+    } else {
+        WebhookError::Malformed(what.to_owned())
+    }
+}
+
+/// A platform-supplied name made safe for a log reason: ASCII letters, digits
+/// and `_.-:`, at most 64 characters.
+fn reason_name(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
+        .take(64)
+        .collect()
+}
+
+fn ignored(reason: impl Into<String>) -> Inbound {
+    Inbound::Ignored {
+        reason: reason.into(),
+    }
+}
+
+/// A stable id for deliveries that carry none: a digest of the signed body.
+fn body_id(raw: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, raw);
+    let mut id = String::from("body-");
+    for b in digest.as_ref().iter().take(16) {
+        id.push_str(&format!("{b:02x}"));
+    }
+    id
+}
+
+/// An author from a message's `user` / `bot_id` / `subtype`.
+fn author(
+    cx: &Context,
+    user: Option<&String>,
+    bot_id: Option<&String>,
+    is_bot_subtype: bool,
+    name: Option<String>,
+    installation_user: Option<&str>,
+) -> Author {
+    let user = present(user);
+    let bot_id = present(bot_id);
+    Author {
+        id: user.or(bot_id).unwrap_or_default().to_owned(),
+        name,
+        is_bot: bot_id.is_some() || is_bot_subtype,
+        is_me: cx.is_me(user, bot_id, installation_user),
+    }
+}
+
+/// The loop filter: our own messages always, other bots' unless configured.
+fn filtered(cx: &Context, author: &Author) -> Option<Inbound> {
+    if author.is_me {
+        Some(ignored("own-message"))
+    } else if author.is_bot && cx.ignore_bots {
+        Some(ignored("bot-message"))
+    } else {
+        None
+    }
+}

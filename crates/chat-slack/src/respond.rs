@@ -1,0 +1,103 @@
+//! How each runtime [`Verdict`] is said to Slack, per delivery kind.
+//!
+//! The table is in the crate docs ("Answers").
+
+use bytes::Bytes;
+use chat_core::{Event, EventKind, Verdict, WebhookError};
+use http::header::CONTENT_TYPE;
+use http::{HeaderName, HeaderValue, Response, StatusCode};
+use serde_json::{Value, json};
+
+/// Tells Slack not to retry this Events API delivery.
+pub const NO_RETRY_HEADER: &str = "x-slack-no-retry";
+
+/// The texts slash-command users see when the bot cannot take the command.
+#[derive(Debug, Clone)]
+pub(crate) struct Texts {
+    pub(crate) at_capacity: String,
+    pub(crate) failed: String,
+}
+
+impl Default for Texts {
+    fn default() -> Self {
+        Self {
+            at_capacity: "The bot is busy right now and could not take your command. \
+                          Please try again in a moment."
+                .to_owned(),
+            failed: "Sorry, something went wrong while handling your command. \
+                     Please try again."
+                .to_owned(),
+        }
+    }
+}
+
+pub(crate) fn respond(texts: &Texts, event: Option<&Event>, verdict: &Verdict) -> Response<Bytes> {
+    let slash_command = matches!(event.map(|e| &e.kind), Some(EventKind::SlashCommand(_)));
+    match verdict {
+        Verdict::Accepted | Verdict::Duplicate | Verdict::Ignored => empty(StatusCode::OK),
+        Verdict::AtCapacity if slash_command => ephemeral(&texts.at_capacity),
+        Verdict::AtCapacity => empty(StatusCode::SERVICE_UNAVAILABLE),
+        Verdict::Failed if slash_command => ephemeral(&texts.failed),
+        Verdict::Failed => empty(StatusCode::INTERNAL_SERVER_ERROR),
+        Verdict::Rejected(e) => rejected(e),
+        Verdict::Reply(value) => match value {
+            Value::String(text) if slash_command => json_response(&json!({ "text": text })),
+            value => json_response(value),
+        },
+        // A verdict added to chat-core later: acknowledge rather than make
+        // Slack retry something this version does not understand.
+        _ => empty(StatusCode::OK),
+    }
+}
+
+fn rejected(e: &WebhookError) -> Response<Bytes> {
+    let status = e.status();
+    let body = if e.is_unauthorized() {
+        "unauthorized".to_owned()
+    } else {
+        e.to_string()
+    };
+    let mut r = text(status, body);
+    if matches!(
+        status,
+        StatusCode::BAD_REQUEST | StatusCode::PAYLOAD_TOO_LARGE | StatusCode::METHOD_NOT_ALLOWED
+    ) {
+        r.headers_mut().insert(
+            HeaderName::from_static(NO_RETRY_HEADER),
+            HeaderValue::from_static("1"),
+        );
+    }
+    r
+}
+
+fn empty(status: StatusCode) -> Response<Bytes> {
+    let mut r = Response::new(Bytes::new());
+    *r.status_mut() = status;
+    r
+}
+
+fn text(status: StatusCode, body: String) -> Response<Bytes> {
+    let mut r = Response::new(Bytes::from(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+fn json_response(value: &Value) -> Response<Bytes> {
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    let mut r = Response::new(Bytes::from(body));
+    *r.status_mut() = StatusCode::OK;
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/json; charset=utf-8"),
+    );
+    r
+}
+
+/// A 200 whose body Slack shows only to the user who ran the command.
+fn ephemeral(text: &str) -> Response<Bytes> {
+    json_response(&json!({ "response_type": "ephemeral", "text": text }))
+}
