@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use chat_core::{
-    AdmitRequest, CancelOutcome, CancelRequest, Concurrency, Decision, Event, Gate, Inbound,
-    PlatformAdapter, ScopeKey, Verdict,
+    AdmitRequest, CancelOutcome, CancelRequest, Concurrency, Decision, Event, EventKind, Gate,
+    Inbound, PlatformAdapter, ScopeKey, Verdict,
 };
 use http::request::Parts;
 use tokio::time::Instant;
@@ -144,10 +144,19 @@ async fn admit(
             .event(event, Outcome::Rejected, "shutting-down");
         return Verdict::AtCapacity;
     }
-    let deferred = inner.options.dispatch == Dispatch::Deferred;
+    let admitted = inner.options.dispatch == Dispatch::Deferred;
+    // Interactions that are answered in the HTTP response itself (a slash
+    // command's text, a modal's response_action) run before the acknowledgement
+    // even under deferred dispatch, unless the options say otherwise.
+    let inline = inner.options.inline_interactions
+        && matches!(
+            event.kind,
+            EventKind::SlashCommand(_) | EventKind::ModalSubmit(_) | EventKind::ModalClose(_)
+        );
+    let deferred = admitted && !inline;
     // Admission comes before any state is touched: a refused delivery is not
     // marked, so the platform's retry is new.
-    let permit = if deferred {
+    let permit = if admitted {
         match inner.admission.try_admit(event.tenant()) {
             Some(p) => Some(p),
             None => {

@@ -107,6 +107,12 @@ pub struct RuntimeOptions {
     /// How long a sync delivery under `Concurrent{max}` waits for a slot inside its
     /// request before it is refused so the platform retries. Default 2 s.
     pub sync_slot_wait: Duration,
+    /// Under deferred dispatch, run slash commands and modal submissions / closes
+    /// before the acknowledgement anyway, so their handlers can answer the
+    /// delivery itself with [`Ctx::reply`](crate::Ctx::reply) (Slack shows a
+    /// slash command's answer and a modal's `response_action` only from the HTTP
+    /// response). They still pass admission. Default `true`.
+    pub inline_interactions: bool,
     /// How often the runtime looks for scopes whose holder died with entries
     /// waiting, and runs them. `None` turns the sweep off. Default 30 s.
     pub sweep_interval: Option<Duration>,
@@ -125,6 +131,7 @@ impl Default for RuntimeOptions {
             max_lock_lifetime: Duration::from_secs(10 * 60),
             lock_scope: LockScope::Adapter,
             sync_slot_wait: Duration::from_secs(2),
+            inline_interactions: true,
             sweep_interval: Some(Duration::from_secs(30)),
         }
     }

@@ -279,6 +279,31 @@ async fn a_sync_handler_can_answer_the_delivery() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn interactions_answer_inline_under_deferred_dispatch() {
+    let w = World::new(deferred());
+    let e = EventBuilder::new(w.thread("1"))
+        .id("c")
+        .slash_command("/echo", "reply")
+        .build();
+    let r = w.send(&e).await;
+    let body: serde_json::Value = serde_json::from_slice(r.body()).unwrap();
+    assert_eq!(body, serde_json::json!({ "text": "pong" }));
+    // Turned off, the command runs detached and cannot answer.
+    let w = World::new(RuntimeOptions {
+        inline_interactions: false,
+        ..deferred()
+    });
+    let e = EventBuilder::new(w.thread("1"))
+        .id("c")
+        .slash_command("/echo", "reply")
+        .build();
+    let r = w.send(&e).await;
+    assert!(r.body().is_empty());
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(w.seen(), [pair("command", "c")]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_stop_request_cancels_the_running_turn_here() {
     let w = World::new(deferred());
     let t = w.thread("S1");
