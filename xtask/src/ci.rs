@@ -4,8 +4,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::cmd::{self, cargo, has_cargo_subcommand, is_ci};
+use crate::redis;
 
 /// The outcome of one step.
+#[derive(Clone)]
 enum Outcome {
     Passed(Duration),
     Failed(Duration),
@@ -41,7 +43,23 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             "warnings",
         ])),
     );
-    step("tests", tests());
+    // The Redis tests need a server and a cluster: started here, stopped when
+    // `servers` drops after the test step.
+    let started = std::time::Instant::now();
+    let servers = redis_servers();
+    let env = match &servers {
+        Ok(s) => s.env.clone(),
+        Err(_) => Vec::new(),
+    };
+    step(
+        "redis",
+        match &servers {
+            Ok(_) => Outcome::Passed(started.elapsed()),
+            Err(outcome) => outcome.clone(),
+        },
+    );
+    step("tests", tests(&env));
+    drop(servers);
     step(
         "doctests",
         timed(cargo_args(&["test", "--workspace", "--doc"])),
@@ -93,18 +111,18 @@ fn timed(c: Command) -> Outcome {
 
 /// nextest when installed (it runs test binaries in parallel processes and
 /// reports per test); else `cargo test`.
-fn tests() -> Outcome {
-    if has_cargo_subcommand("nextest") {
-        timed(cargo_args(&[
+fn tests(env: &[(&'static str, String)]) -> Outcome {
+    let mut c = if has_cargo_subcommand("nextest") {
+        cargo_args(&[
             "nextest",
             "run",
             "--workspace",
             "--all-features",
             "--no-fail-fast",
-        ]))
+        ])
     } else {
         println!("ci: cargo-nextest not found; running `cargo test` instead");
-        timed(cargo_args(&[
+        cargo_args(&[
             "test",
             "--workspace",
             "--all-features",
@@ -112,8 +130,33 @@ fn tests() -> Outcome {
             "--bins",
             "--tests",
             "--no-fail-fast",
-        ]))
+        ])
+    };
+    c.envs(env.iter().map(|(k, v)| (k, v)));
+    timed(c)
+}
+
+/// Starts the Redis servers the tests use. Without `redis-server` the Redis
+/// tests skip with a notice locally; under CI that is a failure.
+fn redis_servers() -> Result<redis::TestServers, Outcome> {
+    let have_urls = ["REDIS_URL", "REDIS_CLUSTER_URLS"]
+        .iter()
+        .all(|v| std::env::var(v).is_ok_and(|u| !u.is_empty()));
+    if !have_urls && !redis::tools_installed() {
+        if !is_ci() {
+            println!(
+                "\n!!! ci: redis-server / redis-cli not found: the Redis and Redis Cluster \
+                 tests will SKIP.\n!!! Install them (apt-get install redis-server redis-tools) \
+                 or set REDIS_URL and REDIS_CLUSTER_URLS.\n"
+            );
+        }
+        return Err(Outcome::Missing("apt-get install redis-server redis-tools"));
     }
+    let start = std::time::Instant::now();
+    redis::TestServers::start().map_err(|e| {
+        eprintln!("ci: could not start Redis for the tests: {e}");
+        Outcome::Failed(start.elapsed())
+    })
 }
 
 fn rustdoc() -> Outcome {

@@ -2,7 +2,7 @@
 //!
 //! The runtime of chat-rs: it takes webhook deliveries from platform adapters,
 //! verifies and deduplicates them, serializes work per conversation with leases in
-//! a [`StateBackend`], acknowledges inside the platform's deadline, and runs your
+//! a [`StateBackend`](chat_core::StateBackend), acknowledges inside the platform's deadline, and runs your
 //! handlers — before the acknowledgement ([`Dispatch::Sync`]) or detached after it
 //! with a budget and a cancellation cause ([`Dispatch::Deferred`]) — while one of
 //! five [`Concurrency`] strategies decides what happens to overlapping messages.

@@ -1,0 +1,250 @@
+//! [`RedisStateBuilder`]: where the server is, the key prefix, the pool and the
+//! timeouts.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chat_core::StateError;
+use deadpool::managed::Pool;
+use redis::AsyncConnectionConfig;
+use redis::aio::ConnectionLike;
+
+use crate::RedisState;
+use crate::error::{from_pool, from_redis};
+use crate::keys::Keys;
+use crate::pool::{ClusterManager, Pools, SingleManager};
+use crate::scripts::Scripts;
+
+/// The key prefix when none is given.
+pub const DEFAULT_PREFIX: &str = "chat";
+/// The pool size when none is given.
+pub const DEFAULT_POOL_SIZE: usize = 16;
+/// The timeout of `admit` (the acknowledgement path) when none is given.
+pub const DEFAULT_ACK_TIMEOUT: Duration = Duration::from_millis(1000);
+/// The timeout of every other call when none is given.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone)]
+enum Target {
+    Unset,
+    Single(String),
+    Cluster(Vec<String>),
+}
+
+/// Configures and connects a [`RedisState`].
+///
+/// ```no_run
+/// # async fn run() -> Result<(), chat_core::StateError> {
+/// use std::time::Duration;
+/// use chat_state_redis::RedisState;
+///
+/// let state = RedisState::builder()
+///     .url("redis://127.0.0.1:6379")
+///     .prefix("mybot")
+///     .pool_size(32)
+///     .ack_timeout(Duration::from_millis(800))
+///     .build()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct RedisStateBuilder {
+    target: Target,
+    prefix: String,
+    pool_size: usize,
+    ack_timeout: Duration,
+    timeout: Duration,
+}
+
+impl Default for RedisStateBuilder {
+    fn default() -> Self {
+        Self {
+            target: Target::Unset,
+            prefix: DEFAULT_PREFIX.to_owned(),
+            pool_size: DEFAULT_POOL_SIZE,
+            ack_timeout: DEFAULT_ACK_TIMEOUT,
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+impl RedisStateBuilder {
+    /// One Redis server (`redis://[user:password@]host:port[/db]`).
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.target = Target::Single(url.into());
+        self
+    }
+
+    /// A Redis Cluster, reached through any of these nodes (`redis://host:port`);
+    /// the client learns the rest of the cluster from them.
+    pub fn cluster<I, S>(mut self, urls: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.target = Target::Cluster(urls.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The prefix of every key (default `chat`). Give each bot, or each
+    /// environment sharing a server, its own. It must not contain `{` or `}`.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Most connections in the pool (default 16). Each connection pipelines
+    /// many concurrent calls, so a few go a long way.
+    pub fn pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size;
+        self
+    }
+
+    /// The timeout of `admit`, the call on the acknowledgement path (default
+    /// 1 s). Past it `admit` answers [`StateError::Timeout`], so the delivery can
+    /// be answered in time for the platform to retry it. It includes the wait for
+    /// a pooled connection.
+    pub fn ack_timeout(mut self, timeout: Duration) -> Self {
+        self.ack_timeout = timeout;
+        self
+    }
+
+    /// The timeout of every other call (default 5 s), and of connecting.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Connects: builds the pool, loads the scripts, and checks (with a
+    /// `tracing` warning) that the server will not evict keys.
+    ///
+    /// # Errors
+    ///
+    /// [`StateError::InvalidRequest`] for a missing or malformed URL, a prefix
+    /// with a brace, a zero pool size or timeout; [`StateError::Unavailable`] or
+    /// [`StateError::Timeout`] when the server cannot be reached.
+    pub async fn build(self) -> Result<RedisState, StateError> {
+        if self.prefix.contains(['{', '}']) {
+            return Err(StateError::InvalidRequest(
+                "the key prefix must not contain `{` or `}`",
+            ));
+        }
+        if self.pool_size == 0 {
+            return Err(StateError::InvalidRequest("a pool size of zero"));
+        }
+        if self.ack_timeout.is_zero() || self.timeout.is_zero() {
+            return Err(StateError::InvalidRequest("a zero timeout"));
+        }
+        let invalid = |_| StateError::InvalidRequest("invalid Redis URL");
+        let (pools, nodes) = match &self.target {
+            Target::Unset => return Err(StateError::InvalidRequest("no Redis URL given")),
+            Target::Single(url) => {
+                let config = AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(self.timeout))
+                    .set_response_timeout(None);
+                let inner = deadpool_redis::Manager::new_with_config(url.as_str(), config)
+                    .map_err(invalid)?;
+                let pool = Pool::builder(SingleManager { inner })
+                    .max_size(self.pool_size)
+                    .build()
+                    .map_err(|e| StateError::Backend(Box::new(e)))?;
+                (Pools::Single(pool), Vec::new())
+            }
+            Target::Cluster(urls) => {
+                if urls.is_empty() {
+                    return Err(StateError::InvalidRequest("no Redis Cluster URL given"));
+                }
+                let inner =
+                    deadpool_redis::cluster::Manager::new(urls.clone(), false).map_err(invalid)?;
+                let pool = Pool::builder(ClusterManager { inner })
+                    .max_size(self.pool_size)
+                    .build()
+                    .map_err(|e| StateError::Backend(Box::new(e)))?;
+                (Pools::Cluster(pool), urls.clone())
+            }
+        };
+        let state = RedisState {
+            pools,
+            scripts: Arc::new(Scripts::new()),
+            keys: Keys::new(&self.prefix),
+            ack_timeout: self.ack_timeout,
+            timeout: self.timeout,
+        };
+        tokio::time::timeout(self.timeout, state.start(&nodes))
+            .await
+            .unwrap_or(Err(StateError::Timeout(self.timeout)))?;
+        Ok(state)
+    }
+}
+
+impl RedisState {
+    /// Loads every script (so the first call of each is one `EVALSHA`), and
+    /// warns when a server may evict keys.
+    async fn start(&self, cluster_nodes: &[String]) -> Result<(), StateError> {
+        let mut conn = self
+            .pools
+            .get()
+            .await
+            .map_err(|e| from_pool(e, self.timeout))?;
+        for script in self.scripts.all() {
+            script
+                .load_async(&mut conn)
+                .await
+                .map_err(|e| from_redis(e, self.timeout))?;
+        }
+        if cluster_nodes.is_empty() {
+            check_eviction(&mut conn, "the server").await;
+        } else {
+            // Each node has its own configuration: ask every node given.
+            for node in cluster_nodes {
+                let client = redis::Client::open(node.as_str())
+                    .map_err(|_| StateError::InvalidRequest("invalid Redis URL"))?;
+                match client.get_multiplexed_async_connection().await {
+                    Ok(mut c) => check_eviction(&mut c, node).await,
+                    Err(e) => tracing::warn!(
+                        node = %node,
+                        error = %e,
+                        "chat-state-redis: could not reach a cluster node to check maxmemory-policy"
+                    ),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Warns unless `maxmemory-policy` is `noeviction`: every lease, dedupe mark and
+/// slot carries a TTL, so `volatile-*` policies evict exactly the keys that
+/// keep handlers exclusive and events single, and `allkeys-*` also drop queued
+/// events and fences.
+async fn check_eviction<C: ConnectionLike + Send>(conn: &mut C, node: &str) {
+    let reply: redis::RedisResult<HashMap<String, String>> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("maxmemory-policy")
+        .query_async(conn)
+        .await;
+    match reply {
+        Ok(config) => match config.get("maxmemory-policy").map(String::as_str) {
+            Some("noeviction") => {}
+            Some(policy) => tracing::warn!(
+                node = %node,
+                policy = %policy,
+                "chat-state-redis: maxmemory-policy can evict keys; an evicted lease lets two \
+                 handlers run at once, an evicted dedupe mark runs an event twice, an evicted \
+                 queue loses events. Set maxmemory-policy to noeviction"
+            ),
+            None => tracing::warn!(
+                node = %node,
+                "chat-state-redis: maxmemory-policy not reported; make sure it is noeviction"
+            ),
+        },
+        Err(e) => tracing::warn!(
+            node = %node,
+            error = %e,
+            "chat-state-redis: could not read maxmemory-policy (CONFIG may be disabled); \
+             make sure it is noeviction"
+        ),
+    }
+}

@@ -1,0 +1,43 @@
+//! Redis and pool failures as [`StateError`]s.
+
+use std::time::Duration;
+
+use chat_core::StateError;
+use deadpool::managed::PoolError;
+use redis::RedisError;
+
+/// Whether the connection that produced the error should leave the pool.
+pub(crate) fn breaks_connection(e: &RedisError) -> bool {
+    e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() || e.is_timeout()
+}
+
+/// A Redis error: unreachable, timed out, or the server's own error (a script
+/// error, a key of the wrong type, `CROSSSLOT`, …).
+pub(crate) fn from_redis(e: RedisError, timeout: Duration) -> StateError {
+    if e.is_timeout() {
+        StateError::Timeout(timeout)
+    } else if e.is_io_error()
+        || e.is_connection_refusal()
+        || e.is_connection_dropped()
+        || e.is_cluster_error()
+        || e.is_unrecoverable_error()
+    {
+        StateError::Unavailable(Box::new(e))
+    } else {
+        StateError::Backend(Box::new(e))
+    }
+}
+
+/// A failure to get a connection from the pool.
+pub(crate) fn from_pool(e: PoolError<RedisError>, timeout: Duration) -> StateError {
+    match e {
+        PoolError::Backend(e) => from_redis(e, timeout),
+        PoolError::Timeout(_) => StateError::Timeout(timeout),
+        other => StateError::Unavailable(Box::new(other)),
+    }
+}
+
+/// A reply of a shape the scripts never send.
+pub(crate) fn bad_reply(what: &'static str) -> StateError {
+    StateError::Codec(what.into())
+}

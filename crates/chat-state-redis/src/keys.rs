@@ -1,0 +1,289 @@
+//! Key names. Every key of one (platform, tenant, channel) tag carries the same
+//! Redis hash tag, so every script runs on one Redis Cluster slot.
+//!
+//! ```text
+//! {prefix}:{bbb}:{platform}:{tenant}:{channel}:{kind}[:{rest}]   a tag's keys
+//! {prefix}:{bbb}:fence | {prefix}:{bbb}:orphans                  the bucket's keys
+//! {prefix}:kv:{key}                                              the adapters' KV
+//! ```
+//!
+//! `bbb` is the tag's bucket: FNV-1a of `platform:tenant:channel` modulo
+//! [`BUCKETS`], in hex. Tenant and channel are escaped, so no two tags share a
+//! key. See `docs/adr/0002-redis-keys-and-scripts.md`.
+
+use std::fmt::Write as _;
+
+use chat_core::{DedupeKey, ScopeKey, ScopePart, ScopeTag, ThreadRef};
+
+/// Hash-tag buckets. Each holds a fence counter and an orphan index, and a
+/// sweep reads every bucket's index. Changing it moves every key: a store must
+/// be empty (or drained) before the number changes.
+pub(crate) const BUCKETS: u32 = 1024;
+
+/// The keys of one store, under a prefix.
+#[derive(Debug, Clone)]
+pub(crate) struct Keys {
+    prefix: String,
+}
+
+impl Keys {
+    /// A key space under `prefix`. The prefix must not hold a `{` or `}` (it
+    /// would change the hash tag); the builder checks.
+    pub(crate) fn new(prefix: &str) -> Self {
+        Self {
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    /// The keys of one (platform, tenant, channel) tag.
+    pub(crate) fn tag(&self, tag: ScopeTag<'_>) -> TagKeys {
+        let mut id = String::new();
+        id.push_str(tag.platform.as_str());
+        id.push(':');
+        escape_into(&mut id, tag.tenant.as_str());
+        id.push(':');
+        escape_into(&mut id, tag.channel);
+        let bucket = bucket_of(&id);
+        TagKeys {
+            bucket: self.bucket(bucket),
+            base: format!("{}:{{{bucket:03x}}}:{id}", self.prefix),
+        }
+    }
+
+    /// The keys of a bucket.
+    pub(crate) fn bucket(&self, bucket: u32) -> BucketKeys {
+        let base = format!("{}:{{{bucket:03x}}}", self.prefix);
+        BucketKeys {
+            fence: format!("{base}:fence"),
+            orphans: format!("{base}:orphans"),
+        }
+    }
+
+    /// The keys of a scope.
+    pub(crate) fn scope(&self, scope: &ScopeKey) -> ScopeKeys {
+        self.tag(scope.tag()).scope(scope)
+    }
+
+    /// The keys of a thread's own tag (dedupe marks, subscriptions).
+    pub(crate) fn thread(&self, thread: &ThreadRef) -> TagKeys {
+        let scope = thread.thread_scope();
+        self.tag(scope.tag())
+    }
+
+    /// An adapter KV entry. Each is one key on its own, read and written by
+    /// single commands.
+    pub(crate) fn kv(&self, key: &str) -> String {
+        format!("{}:kv:{key}", self.prefix)
+    }
+}
+
+/// The keys of one bucket: the fence counter and the orphan index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BucketKeys {
+    /// The fencing counter (string, no TTL).
+    pub(crate) fence: String,
+    /// Scopes with waiting entries, scored by their lease's expiry (ms).
+    pub(crate) orphans: String,
+}
+
+/// The keys of one (platform, tenant, channel) tag.
+#[derive(Debug, Clone)]
+pub(crate) struct TagKeys {
+    bucket: BucketKeys,
+    base: String,
+}
+
+impl TagKeys {
+    /// The dedupe mark of a key (string, PX dedupe TTL).
+    pub(crate) fn dedupe(&self, key: &DedupeKey) -> String {
+        format!("{}:dedupe:{}", self.base, key.as_str())
+    }
+
+    /// The subscription of a thread of this tag (string, no TTL).
+    pub(crate) fn subscription(&self, thread: &str) -> String {
+        format!("{}:sub:{thread}", self.base)
+    }
+
+    /// The keys of a scope of this tag.
+    pub(crate) fn scope(&self, scope: &ScopeKey) -> ScopeKeys {
+        let part = match &scope.part {
+            ScopePart::Thread(t) => format!("t:{t}"),
+            ScopePart::Channel => "c".to_owned(),
+            ScopePart::Custom(c) => format!("x:{c}"),
+            // A part added later: its serialized form is unique too.
+            other => format!("o:{}", serde_json::to_string(other).unwrap_or_default()),
+        };
+        let key = |kind: &str| format!("{}:{kind}:{part}", self.base);
+        ScopeKeys {
+            lease: key("lease"),
+            queue: key("queue"),
+            pending: key("pending"),
+            burst: key("burst"),
+            burst_meta: key("burstmeta"),
+            slots: key("slots"),
+            slot_cancels: key("slotcancel"),
+            fence: self.bucket.fence.clone(),
+            orphans: self.bucket.orphans.clone(),
+            member: member(scope),
+        }
+    }
+}
+
+/// The keys of one scope, and its member in the bucket's orphan index.
+#[derive(Debug, Clone)]
+pub(crate) struct ScopeKeys {
+    pub(crate) lease: String,
+    pub(crate) queue: String,
+    pub(crate) pending: String,
+    pub(crate) burst: String,
+    pub(crate) burst_meta: String,
+    pub(crate) slots: String,
+    pub(crate) slot_cancels: String,
+    pub(crate) fence: String,
+    pub(crate) orphans: String,
+    pub(crate) member: String,
+}
+
+impl ScopeKeys {
+    /// Every key of the scope, for tests that check they share a slot.
+    #[cfg(test)]
+    pub(crate) fn all(&self) -> [&str; 9] {
+        [
+            &self.lease,
+            &self.queue,
+            &self.pending,
+            &self.burst,
+            &self.burst_meta,
+            &self.slots,
+            &self.slot_cancels,
+            &self.fence,
+            &self.orphans,
+        ]
+    }
+}
+
+/// A scope's member in the orphan index: the scope itself, serialized, so a
+/// sweep can rebuild its keys and its lease.
+pub(crate) fn member(scope: &ScopeKey) -> String {
+    serde_json::to_string(scope).unwrap_or_default()
+}
+
+/// The bucket of a tag id: FNV-1a (32 bit) modulo [`BUCKETS`]. Stable across
+/// processes, versions and platforms, unlike the standard library's hasher.
+fn bucket_of(id: &str) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in id.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h % BUCKETS
+}
+
+/// Percent-escapes the characters that separate key parts or delimit a hash
+/// tag, so `a:b` + `c` and `a` + `b:c` never meet.
+fn escape_into(out: &mut String, s: &str) {
+    for c in s.chars() {
+        match c {
+            '%' | ':' | '{' | '}' => {
+                let _ = write!(out, "%{:02X}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+}
+
+/// The hash tag of a key: what Redis Cluster hashes (the text between the first
+/// `{` and the next `}`, when not empty).
+#[cfg(test)]
+pub(crate) fn hash_tag(key: &str) -> &str {
+    if let Some(open) = key.find('{')
+        && let Some(len) = key[open + 1..].find('}')
+        && len > 0
+    {
+        return &key[open + 1..open + 1 + len];
+    }
+    key
+}
+
+#[cfg(test)]
+mod tests {
+    use chat_core::{Platform, ThreadRef};
+
+    use super::*;
+
+    fn thread(tenant: &str, channel: &str, thread: &str) -> ThreadRef {
+        ThreadRef::new(Platform::Slack, tenant, channel, thread)
+    }
+
+    #[test]
+    fn every_key_of_a_scope_shares_one_hash_tag() {
+        let keys = Keys::new("chat");
+        let t = thread("T1", "C1", "1.0");
+        let scope = keys.scope(&t.thread_scope());
+        let tag = hash_tag(&scope.lease).to_owned();
+        assert_eq!(tag.len(), 3, "{tag}");
+        for k in scope.all() {
+            assert_eq!(hash_tag(k), tag, "{k}");
+        }
+        let channel = keys.scope(&t.channel_scope());
+        assert_eq!(hash_tag(&channel.lease), tag);
+        let tk = keys.thread(&t);
+        assert_eq!(hash_tag(&tk.dedupe(&DedupeKey::new("e1"))), tag);
+        assert_eq!(hash_tag(&tk.subscription("1.0")), tag);
+    }
+
+    #[test]
+    fn keys_read_as_documented() {
+        let keys = Keys::new("chat");
+        let t = thread("T1", "C1", "1.0");
+        let scope = keys.scope(&t.thread_scope());
+        let b = hash_tag(&scope.lease).to_owned();
+        assert_eq!(scope.lease, format!("chat:{{{b}}}:slack:T1:C1:lease:t:1.0"));
+        assert_eq!(scope.fence, format!("chat:{{{b}}}:fence"));
+        assert_eq!(scope.orphans, format!("chat:{{{b}}}:orphans"));
+        assert_eq!(
+            keys.scope(&t.channel_scope()).queue,
+            format!("chat:{{{b}}}:slack:T1:C1:queue:c")
+        );
+        assert_eq!(keys.kv("x"), "chat:kv:x");
+    }
+
+    #[test]
+    fn separators_and_braces_are_escaped() {
+        let keys = Keys::new("p");
+        let a = keys.scope(&thread("a:b", "c", "1").thread_scope());
+        let b = keys.scope(&thread("a", "b:c", "1").thread_scope());
+        assert_ne!(a.lease, b.lease);
+        let braces = keys.scope(&thread("{x}", "}{", "1").thread_scope());
+        assert!(braces.lease.contains("%7Bx%7D:%7D%7B"), "{}", braces.lease);
+        assert_eq!(hash_tag(&braces.lease).len(), 3);
+    }
+
+    #[test]
+    fn tenants_and_channels_get_their_own_keys() {
+        let keys = Keys::new("p");
+        let a = keys.scope(&thread("T1", "C1", "1").thread_scope());
+        let b = keys.scope(&thread("T2", "C1", "1").thread_scope());
+        let c = keys.scope(&thread("T1", "C2", "1").thread_scope());
+        assert_ne!(a.lease, b.lease);
+        assert_ne!(a.lease, c.lease);
+    }
+
+    #[test]
+    fn buckets_are_stable_and_spread() {
+        // A fixed value: keys written by one version are found by the next.
+        assert_eq!(bucket_of("slack:T1:C1"), bucket_of("slack:T1:C1"));
+        assert_eq!(bucket_of(""), 0x811c_9dc5 % BUCKETS);
+        let used: std::collections::HashSet<u32> = (0..4096)
+            .map(|i| bucket_of(&format!("slack:T1:C{i}")))
+            .collect();
+        assert!(used.len() > 900, "only {} buckets used", used.len());
+    }
+
+    #[test]
+    fn the_member_round_trips_to_the_scope() {
+        let scope = thread("T1", "C1", "1.0").thread_scope();
+        let back: ScopeKey = serde_json::from_str(&member(&scope)).unwrap();
+        assert_eq!(back, scope);
+    }
+}

@@ -1,0 +1,112 @@
+//! Tests against a live server that need the crate's key names. They use the
+//! servers of the integration tests (`REDIS_URL`, `REDIS_CLUSTER_URLS`) and skip
+//! with a notice without them, except under `CI=true`.
+
+use chat_core::{AdmitRequest, Concurrency, DedupeKey, Platform, StateBackend, StateError};
+use chat_testkit::EventBuilder;
+
+use crate::RedisState;
+use crate::keys::Keys;
+
+fn server_env(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) if !v.trim().is_empty() => Some(v),
+        _ if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") => {
+            panic!("{var} is not set and CI=true: the Redis tests must run in CI")
+        }
+        _ => {
+            eprintln!("\n!!! SKIPPED: {var} is not set, so this Redis test did not run.\n");
+            None
+        }
+    }
+}
+
+fn prefix() -> String {
+    format!(
+        "chat-test-{}-{}",
+        std::process::id(),
+        chat_core::LeaseToken::generate().as_str()
+    )
+}
+
+/// No CROSSSLOT on a cluster: every key one call touches — the scope's keys,
+/// its bucket's fence and index, the channel scope's keys, dedupe marks and
+/// subscriptions of its threads — hashes to one slot, by the server's own
+/// `CLUSTER KEYSLOT`.
+#[tokio::test]
+async fn every_key_of_a_channel_maps_to_one_cluster_slot() {
+    let Some(urls) = server_env("REDIS_CLUSTER_URLS") else {
+        return;
+    };
+    let node = urls.split(',').next().unwrap().trim().to_owned();
+    let mut conn = redis::Client::open(node)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let keys = Keys::new(&prefix());
+    for (tenant, channel) in [("T1", "C1"), ("E0:T9", "{odd}:chan"), ("org", "issue-7")] {
+        let thread = chat_core::ThreadRef::new(Platform::Slack, tenant, channel, "1.0");
+        let tag = keys.thread(&thread);
+        let mut names: Vec<String> = Vec::new();
+        for scope in [thread.thread_scope(), thread.channel_scope()] {
+            names.extend(keys.scope(&scope).all().iter().map(|k| (*k).to_owned()));
+        }
+        names.push(tag.dedupe(&DedupeKey::new("C1:1.0")));
+        names.push(tag.subscription("1.0"));
+        names.push(tag.subscription("2.0"));
+        let mut slots = std::collections::BTreeSet::new();
+        for name in &names {
+            let slot: i64 = redis::cmd("CLUSTER")
+                .arg("KEYSLOT")
+                .arg(name)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            slots.insert(slot);
+        }
+        assert_eq!(slots.len(), 1, "{tenant}/{channel}: {names:?} -> {slots:?}");
+    }
+}
+
+/// A script that fails on the server (here: a queue key holding a string) is a
+/// typed backend error, not a panic or a wrong answer.
+#[tokio::test]
+async fn a_script_error_is_a_typed_backend_error() {
+    let Some(url) = server_env("REDIS_URL") else {
+        return;
+    };
+    let prefix = prefix();
+    let state = RedisState::builder()
+        .url(url.as_str())
+        .prefix(prefix.as_str())
+        .build()
+        .await
+        .unwrap();
+    let thread = chat_core::ThreadRef::new(Platform::Test, "T1", "C1", "1.0");
+    let scope = thread.thread_scope();
+    let queue_key = Keys::new(&prefix).scope(&scope).queue;
+    let mut conn = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(&queue_key)
+        .arg("not a hash")
+        .arg("PX")
+        .arg(10_000)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let event = EventBuilder::new(thread).id("a").mention("a").build();
+    let r = state
+        .admit(AdmitRequest::new(event, scope, Concurrency::queue()))
+        .await;
+    assert!(matches!(r, Err(StateError::Backend(_))), "got {r:?}");
+    let _: () = redis::cmd("DEL")
+        .arg(&queue_key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+}

@@ -1,0 +1,295 @@
+//! Tests that need a Redis server to themselves: command counts (`INFO
+//! commandstats` is server-wide), and a server that stops and comes back.
+//!
+//! Each starts its own `redis-server` on a free loopback port. Without the
+//! binary they skip with a notice, except under `CI=true`.
+
+// The skip notice is the point: a skipped Redis test must be seen.
+#![allow(clippy::print_stderr)]
+
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::time::Duration;
+
+use chat_core::{
+    AdmitRequest, BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions, Decision,
+    StateBackend, StateError,
+};
+use chat_state_redis::RedisState;
+use chat_testkit::EventBuilder;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+fn is_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free port: {e}"))
+}
+
+/// A `redis-server` of this test, killed when dropped.
+struct Server {
+    port: u16,
+    child: Child,
+}
+
+impl Server {
+    async fn start(port: u16) -> Option<Self> {
+        let spawned = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn();
+        let child = match spawned {
+            Ok(c) => c,
+            Err(e) if is_ci() => panic!("redis-server could not start under CI=true: {e}"),
+            Err(_) => {
+                eprintln!(
+                    "\n!!! SKIPPED: redis-server is not installed, so this test did not run.\n"
+                );
+                return None;
+            }
+        };
+        let server = Self { port, child };
+        for _ in 0..200 {
+            if let Ok(mut c) = server.client().get_multiplexed_async_connection().await
+                && redis::cmd("PING")
+                    .query_async::<String>(&mut c)
+                    .await
+                    .is_ok()
+            {
+                return Some(server);
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("redis-server on port {port} did not answer");
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn client(&self) -> redis::Client {
+        redis::Client::open(self.url()).unwrap_or_else(|e| panic!("client: {e}"))
+    }
+
+    async fn stop(mut self) {
+        if let Err(e) = self.child.kill().await {
+            panic!("stopping redis-server: {e}");
+        }
+    }
+}
+
+/// `INFO commandstats` as command → calls.
+async fn command_calls(conn: &mut redis::aio::MultiplexedConnection) -> HashMap<String, u64> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .unwrap_or_else(|e| panic!("INFO: {e}"));
+    info.lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .collect()
+}
+
+fn strategies() -> [Concurrency; 5] {
+    let ms = Duration::from_millis;
+    [
+        Concurrency::Drop,
+        Concurrency::queue(),
+        Concurrency::Debounce(DebounceOptions::default().interval(ms(500))),
+        Concurrency::Burst(BurstOptions::default().window(ms(500))),
+        Concurrency::Concurrent(ConcurrentOptions::default().max(2)),
+    ]
+}
+
+fn request(thread: &str, id: &str, concurrency: Concurrency) -> AdmitRequest {
+    let t = chat_core::ThreadRef::new(chat_core::Platform::Test, "T1", "C1", thread);
+    let event = EventBuilder::new(t.clone()).id(id).mention(id).build();
+    AdmitRequest::new(event, t.thread_scope(), concurrency)
+}
+
+/// One `admit` is one round trip, one `EVALSHA`, for every strategy and every
+/// verdict (granted, queued, pending, dropped, duplicate, waiting).
+#[tokio::test]
+async fn every_admit_is_exactly_one_evalsha() {
+    let Some(server) = Server::start(free_port()).await else {
+        return;
+    };
+    let state = RedisState::builder()
+        .url(server.url())
+        .pool_size(1)
+        .build()
+        .await
+        .unwrap();
+    let mut stats = server
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    // Warm up: the pool's connection exists and every script is loaded.
+    state
+        .admit(request("warm", "warm", Concurrency::Drop))
+        .await
+        .unwrap();
+
+    // MONITOR shows every command the server runs, with its source: a client's
+    // address, or `lua` for the calls inside a script.
+    let mut monitor = Command::new("redis-cli")
+        .args(["-p", &server.port.to_string(), "monitor"])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(monitor.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("OK"));
+
+    const ROUNDS: usize = 6;
+    let before = command_calls(&mut stats).await;
+    let mut admits = 0;
+    for (s, c) in strategies().into_iter().enumerate() {
+        for i in 0..ROUNDS {
+            // Every strategy gets a busy scope after its first event, and the
+            // last round repeats an event: a duplicate.
+            let id = if i + 1 == ROUNDS { 0 } else { i };
+            state
+                .admit(request(&format!("s{s}"), &format!("e{id}"), c))
+                .await
+                .unwrap();
+            admits += 1;
+        }
+    }
+    let after = command_calls(&mut stats).await;
+    let _: String = redis::cmd("ECHO")
+        .arg("end-of-admits")
+        .query_async(&mut stats)
+        .await
+        .unwrap();
+
+    // commandstats: exactly one EVALSHA per admit, and nothing a client sends
+    // besides scripts (no PING, SCRIPT LOAD, EVAL, MULTI, …).
+    let delta = |name: &str| after.get(name).unwrap_or(&0) - before.get(name).unwrap_or(&0);
+    assert_eq!(
+        delta("evalsha"),
+        admits,
+        "EVALSHA calls for {admits} admits"
+    );
+    for name in ["eval", "ping", "script|load", "multi", "exec", "unwatch"] {
+        assert_eq!(delta(name), 0, "{name} was sent");
+    }
+
+    // MONITOR: the only commands clients sent between the two INFOs are the
+    // EVALSHAs (everything else ran inside them).
+    let mut sent = Vec::new();
+    let mut counting = false;
+    while let Some(line) = lines.next_line().await.unwrap() {
+        if line.contains("\"end-of-admits\"") {
+            break;
+        }
+        if line.contains("\"INFO\"") || line.contains("\"info\"") {
+            counting = !counting;
+            continue;
+        }
+        if counting && !line.contains(" lua] ") {
+            let command = line.split('"').nth(1).unwrap_or("").to_ascii_lowercase();
+            sent.push(command);
+        }
+    }
+    monitor.kill().await.unwrap();
+    assert_eq!(sent.len() as u64, admits, "client commands: {sent:?}");
+    assert!(
+        sent.iter().all(|c| c == "evalsha"),
+        "client commands: {sent:?}"
+    );
+}
+
+/// A refused connection is a typed error, not a panic.
+#[tokio::test]
+async fn a_refused_connection_is_unavailable() {
+    let r = RedisState::builder()
+        .url(format!("redis://127.0.0.1:{}", free_port()))
+        .timeout(Duration::from_secs(2))
+        .build()
+        .await;
+    assert!(
+        matches!(r, Err(StateError::Unavailable(_) | StateError::Timeout(_))),
+        "got {r:?}"
+    );
+}
+
+/// A malformed URL or prefix is refused when building.
+#[tokio::test]
+async fn bad_configuration_is_an_invalid_request() {
+    for b in [
+        RedisState::builder(),
+        RedisState::builder().url("not a url"),
+        RedisState::builder()
+            .url("redis://127.0.0.1:1")
+            .prefix("a{b}"),
+        RedisState::builder()
+            .url("redis://127.0.0.1:1")
+            .pool_size(0),
+    ] {
+        let r = b.build().await;
+        assert!(matches!(r, Err(StateError::InvalidRequest(_))), "got {r:?}");
+    }
+}
+
+/// The server goes away: calls fail with typed errors. It comes back empty
+/// (no scripts cached): the backend reconnects and reloads its scripts
+/// (`NOSCRIPT` recovery).
+#[tokio::test]
+async fn a_restarted_server_is_recovered_from() {
+    let port = free_port();
+    let Some(server) = Server::start(port).await else {
+        return;
+    };
+    let state = RedisState::builder()
+        .url(server.url())
+        .pool_size(1)
+        .timeout(Duration::from_secs(2))
+        .ack_timeout(Duration::from_secs(1))
+        .build()
+        .await
+        .unwrap();
+    state
+        .admit(request("1", "a", Concurrency::Drop))
+        .await
+        .unwrap();
+    server.stop().await;
+
+    let r = state.admit(request("1", "b", Concurrency::Drop)).await;
+    assert!(
+        matches!(r, Err(StateError::Unavailable(_) | StateError::Timeout(_))),
+        "got {r:?}"
+    );
+    assert!(state.health().await.is_err());
+
+    let _server = Server::start(port).await.unwrap();
+    let mut last = None;
+    for _ in 0..3 {
+        match state.admit(request("1", "c", Concurrency::queue())).await {
+            Ok(a) => {
+                assert!(matches!(a.decision, Decision::Run(_)), "{:?}", a.decision);
+                return;
+            }
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no recovery after the restart: {last:?}");
+}
