@@ -1,8 +1,30 @@
-//! Runnable chat-rs bots. The echo bot and `cargo xtask demo` live here.
+//! # examples
+//!
+//! Runnable chat-rs bots. `echo-bot` (in `src/bin/echo_bot.rs`) is an axum server
+//! with the Slack and Linear adapters that echoes what it is told, so every
+//! concurrency strategy is visible from outside; `cargo xtask demo`, the
+//! benchmarks and the reliability harness drive it over HTTP.
+//!
+//! The pieces live here so they can be tested and reused:
+//!
+//! * [`config`]: every setting as a flag and an environment variable.
+//! * [`echo`]: the handlers.
+//! * [`stats`]: outcome counters for `GET /stats`, and the outcome ledger.
 //!
 //! ```
-//! // Every example speaks the core contracts.
-//! assert_eq!(chat_core::Platform::Slack.to_string(), "slack");
+//! use examples::echo::echo_text;
+//! use chat_testkit::EventBuilder;
+//! use chat_core::{Platform, ThreadRef};
+//!
+//! let thread = ThreadRef::new(Platform::Slack, "T1", "C1", "1.0");
+//! let b = EventBuilder::new(thread.clone()).id("b").mention("<@U0BOT> second").build();
+//! let a = std::sync::Arc::new(EventBuilder::new(thread).id("a").message("first").build());
+//! assert_eq!(echo_text(&b, &[a]), "echo: first | second");
 //! ```
 
 #![forbid(unsafe_code)]
+
+pub mod config;
+pub mod echo;
+pub mod linear;
+pub mod stats;

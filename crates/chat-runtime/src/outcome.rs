@@ -130,7 +130,7 @@ impl Recorder {
         // `tracing` needs the event name as a literal, hence one arm per outcome.
         macro_rules! emit {
             ($level:ident, $name:literal) => {
-                tracing::$level!(name: $name, event_id = id, thread = thread.as_str(), reason, ran_for = ?r.ran_for, cancel_latency = ?r.cancel_latency)
+                tracing::$level!(name: $name, outcome = $name, event_id = id, thread = thread.as_str(), reason, ran_for = ?r.ran_for, cancel_latency = ?r.cancel_latency)
             };
         }
         match r.outcome {

@@ -1,0 +1,188 @@
+//! echo-bot: an axum server with the Slack and Linear adapters on chat-rs.
+//! `echo-bot --help` lists every setting.
+
+#![forbid(unsafe_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Json};
+use axum::routing::{get, post};
+use chat_core::StateBackend;
+use chat_runtime::{Bot, BoxError, Ctx, Event, OutcomeRecord};
+use clap::Parser;
+use examples::config::Args;
+use examples::echo;
+use examples::stats::{Ledger, Stats};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Clone)]
+struct App {
+    bot: Bot,
+    stats: Arc<Stats>,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), BoxError> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .init();
+    let args = Args::parse();
+    let state = state(&args).await?;
+    let stats = Arc::new(Stats::default());
+    let ledger = match &args.ledger {
+        Some(path) => Some(Arc::new(Ledger::open(path, &args.replica)?)),
+        None => None,
+    };
+
+    let delay = Duration::from_millis(args.echo_delay_ms);
+    let turn = move |ctx: Ctx, event: Event| echo::on_turn(ctx, event, delay);
+    let observed = Arc::clone(&stats);
+    let mut builder = Bot::builder()
+        .state_arc(state)
+        .options(args.runtime_options())
+        .observer(move |r: &OutcomeRecord| {
+            observed.record(r);
+            if let Some(l) = &ledger {
+                l.record(r);
+            }
+        })
+        .on_new_mention(turn)
+        .on_subscribed_message(turn)
+        .on_agent_session_created(turn)
+        .on_agent_session_prompted(turn)
+        .on_slash_command("/echo", echo::on_command);
+
+    let mut routes = Router::new();
+    let mut mounted = Vec::new();
+    match (&args.slack_signing_secret, &args.slack_bot_token) {
+        (Some(secret), Some(token)) => {
+            let mut slack = chat_slack::SlackAdapter::builder()
+                .signing_secret(secret)
+                .bot_token(token);
+            if let Some(id) = &args.slack_bot_user_id {
+                slack = slack.bot_user_id(id);
+            }
+            if let Some(url) = &args.slack_api_url {
+                slack = slack.api_base_url(url);
+            }
+            builder = builder.adapter(slack.build()?);
+            mounted.push("slack");
+        }
+        (None, _) => tracing::warn!("Slack is not mounted: SLACK_SIGNING_SECRET is not set"),
+        (_, None) => tracing::warn!("Slack is not mounted: SLACK_BOT_TOKEN is not set"),
+    }
+    if let Some(linear) = examples::linear::adapter(&args)? {
+        builder = builder.adapter_arc(linear);
+        mounted.push("linear");
+    }
+    if mounted.is_empty() {
+        return Err("no adapter is configured: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN, or LINEAR_WEBHOOK_SECRET".into());
+    }
+    let bot = builder.build()?;
+    for name in &mounted {
+        routes = routes.route_service(&format!("/webhooks/{name}"), bot.webhook(name));
+    }
+    let app = App {
+        bot: bot.clone(),
+        stats,
+    };
+    let routes = routes
+        .route("/healthz", get(healthz))
+        .route("/stats", get(stats_json))
+        .fallback(post(not_found).get(not_found))
+        .with_state(app);
+
+    let listener = tokio::net::TcpListener::bind(args.bind).await?;
+    tracing::info!(bind = %listener.local_addr()?, adapters = ?mounted, "echo-bot listening");
+    let deadline = Duration::from_millis(args.shutdown_deadline_ms);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, routes)
+            .with_graceful_shutdown(async {
+                let _ = stop_rx.await;
+            })
+            .await
+    });
+    signal().await;
+    tracing::info!(deadline_ms = args.shutdown_deadline_ms, "shutting down");
+    // Refuse new deliveries and cancel handlers first; then stop the listener.
+    let report = bot.shutdown(deadline).await;
+    let _ = stop_tx.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(1), server).await;
+    tracing::info!(
+        cancelled = report.cancelled,
+        finished = report.finished,
+        still_running = report.still_running,
+        "stopped"
+    );
+    Ok(())
+}
+
+async fn state(args: &Args) -> Result<Arc<dyn StateBackend>, BoxError> {
+    if !args.redis_cluster_urls.is_empty() {
+        let s = chat_state_redis::RedisState::builder()
+            .cluster(args.redis_cluster_urls.iter().cloned())
+            .prefix(args.redis_prefix.clone())
+            .build()
+            .await?;
+        tracing::info!("state: Redis Cluster");
+        return Ok(Arc::new(s));
+    }
+    match &args.redis_url {
+        Some(url) => {
+            let s = chat_state_redis::RedisState::builder()
+                .url(url.clone())
+                .prefix(args.redis_prefix.clone())
+                .build()
+                .await?;
+            tracing::info!("state: Redis");
+            Ok(Arc::new(s))
+        }
+        None => {
+            tracing::info!("state: in memory (set REDIS_URL for Redis)");
+            Ok(Arc::new(chat_state_memory::MemoryState::new()))
+        }
+    }
+}
+
+async fn signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}
+
+async fn healthz(State(app): State<App>) -> impl IntoResponse {
+    match app.bot.state().health().await {
+        Ok(()) => (StatusCode::OK, "ok"),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "state backend unavailable"),
+    }
+}
+
+async fn stats_json(State(app): State<App>) -> impl IntoResponse {
+    Json(app.stats.snapshot(app.bot.in_flight()))
+}
+
+async fn not_found() -> StatusCode {
+    StatusCode::NOT_FOUND
+}

@@ -1,0 +1,245 @@
+//! echo-bot's settings: each one a flag and an environment variable.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chat_runtime::{
+    BurstMode, BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions, Dispatch,
+    QueueOptions, RuntimeOptions,
+};
+use clap::{Parser, ValueEnum};
+
+/// An echo bot for Slack and Linear on chat-rs: it echoes mentions, DMs and
+/// messages in subscribed threads (with everything it skipped), slash commands
+/// and Linear agent sessions. An adapter whose secret is not set is not mounted.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "echo-bot", version)]
+pub struct Args {
+    /// Address to listen on.
+    #[arg(long, env = "BIND", default_value = "127.0.0.1:3000")]
+    pub bind: SocketAddr,
+
+    /// Slack signing secret; without it Slack is not mounted.
+    #[arg(long, env = "SLACK_SIGNING_SECRET", hide_env_values = true)]
+    pub slack_signing_secret: Option<String>,
+    /// Slack bot token (xoxb-…).
+    #[arg(long, env = "SLACK_BOT_TOKEN", hide_env_values = true)]
+    pub slack_bot_token: Option<String>,
+    /// The bot's Slack user id; learned from auth.test when unset.
+    #[arg(long, env = "SLACK_BOT_USER_ID")]
+    pub slack_bot_user_id: Option<String>,
+    /// Slack Web API base URL.
+    #[arg(long, env = "SLACK_API_URL")]
+    pub slack_api_url: Option<String>,
+
+    /// Linear webhook signing secret; without it Linear is not mounted.
+    #[arg(long, env = "LINEAR_WEBHOOK_SECRET", hide_env_values = true)]
+    pub linear_webhook_secret: Option<String>,
+    /// Linear personal API key.
+    #[arg(long, env = "LINEAR_API_KEY", hide_env_values = true)]
+    pub linear_api_key: Option<String>,
+    /// Linear OAuth access token (actor=app).
+    #[arg(long, env = "LINEAR_ACCESS_TOKEN", hide_env_values = true)]
+    pub linear_access_token: Option<String>,
+    /// The app's Linear user id (its own comments are ignored).
+    #[arg(long, env = "LINEAR_APP_USER_ID")]
+    pub linear_app_user_id: Option<String>,
+    /// Linear GraphQL endpoint.
+    #[arg(long, env = "LINEAR_API_URL")]
+    pub linear_api_url: Option<String>,
+
+    /// Redis URL; unset: in-memory state.
+    #[arg(long, env = "REDIS_URL")]
+    pub redis_url: Option<String>,
+    /// Redis Cluster node URLs, comma-separated (instead of REDIS_URL).
+    #[arg(long, env = "REDIS_CLUSTER_URLS", value_delimiter = ',')]
+    pub redis_cluster_urls: Vec<String>,
+    /// Prefix of every Redis key.
+    #[arg(long, env = "REDIS_PREFIX", default_value = "chat")]
+    pub redis_prefix: String,
+
+    /// Dispatch: run the handler before (sync) or after (deferred) the ack.
+    #[arg(long, env = "CHAT_DISPATCH", value_enum, default_value_t = DispatchArg::Deferred)]
+    pub dispatch: DispatchArg,
+    /// What happens to a message that overlaps a running handler.
+    #[arg(long, env = "CHAT_CONCURRENCY", value_enum, default_value_t = ConcurrencyArg::Queue)]
+    pub concurrency: ConcurrencyArg,
+    /// Budget of detached work, waiting included (ms).
+    #[arg(long, env = "CHAT_DETACH_TIMEOUT_MS", default_value_t = 60_000)]
+    pub detach_timeout_ms: u64,
+    /// Cap on detached work in flight.
+    #[arg(long, env = "CHAT_MAX_DETACHED", default_value_t = 1024)]
+    pub max_detached: usize,
+    /// Cap on one tenant's detached work.
+    #[arg(long, env = "CHAT_MAX_DETACHED_PER_TENANT")]
+    pub max_detached_per_tenant: Option<usize>,
+    /// Queue bound per thread.
+    #[arg(long, env = "CHAT_QUEUE_SIZE", default_value_t = 10)]
+    pub queue_size: usize,
+    /// Debounce quiet interval (ms).
+    #[arg(long, env = "CHAT_DEBOUNCE_MS", default_value_t = 1500)]
+    pub debounce_ms: u64,
+    /// Burst window (ms).
+    #[arg(long, env = "CHAT_BURST_WINDOW_MS", default_value_t = 1500)]
+    pub burst_window_ms: u64,
+    /// Burst: seal a batch early at this many members.
+    #[arg(long, env = "CHAT_MAX_BATCH")]
+    pub max_batch: Option<usize>,
+    /// Concurrent: most handlers per thread at once.
+    #[arg(long, env = "CHAT_MAX_CONCURRENT")]
+    pub max_concurrent: Option<usize>,
+    /// Lease TTL (ms); renewed every third of it.
+    #[arg(long, env = "CHAT_LOCK_TTL_MS", default_value_t = 30_000)]
+    pub lock_ttl_ms: u64,
+
+    /// Simulated work before each echo (ms).
+    #[arg(long, env = "ECHO_DELAY_MS", default_value_t = 0)]
+    pub echo_delay_ms: u64,
+    /// Append one JSON line per outcome to this file.
+    #[arg(long, env = "ECHO_LEDGER")]
+    pub ledger: Option<PathBuf>,
+    /// This replica's name in the ledger.
+    #[arg(long, env = "REPLICA", default_value = "echo-bot")]
+    pub replica: String,
+    /// How long shutdown waits for handlers on SIGTERM / SIGINT (ms).
+    #[arg(long, env = "SHUTDOWN_DEADLINE_MS", default_value_t = 10_000)]
+    pub shutdown_deadline_ms: u64,
+}
+
+/// `CHAT_DISPATCH`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DispatchArg {
+    /// Handler before the acknowledgement.
+    Sync,
+    /// Handler detached after it.
+    Deferred,
+}
+
+/// `CHAT_CONCURRENCY`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConcurrencyArg {
+    /// Drop overlapping messages.
+    Drop,
+    /// Queue them; the newest runs with the rest skipped.
+    Queue,
+    /// Keep only the last after a quiet interval.
+    Debounce,
+    /// Collect a window; one call with the rest skipped.
+    Burst,
+    /// Collect a window; one call per member.
+    BurstEach,
+    /// No lock; at most CHAT_MAX_CONCURRENT at once.
+    Concurrent,
+}
+
+impl Args {
+    /// The runtime options these settings describe.
+    pub fn runtime_options(&self) -> RuntimeOptions {
+        let ms = Duration::from_millis;
+        let burst = |mode| {
+            let mut b = BurstOptions::default()
+                .window(ms(self.burst_window_ms))
+                .mode(mode);
+            if let Some(m) = self.max_batch {
+                b = b.max_batch(m);
+            }
+            Concurrency::Burst(b)
+        };
+        let concurrency = match self.concurrency {
+            ConcurrencyArg::Drop => Concurrency::Drop,
+            ConcurrencyArg::Queue => {
+                Concurrency::Queue(QueueOptions::default().max_size(self.queue_size))
+            }
+            ConcurrencyArg::Debounce => {
+                Concurrency::Debounce(DebounceOptions::default().interval(ms(self.debounce_ms)))
+            }
+            ConcurrencyArg::Burst => burst(BurstMode::Collapse),
+            ConcurrencyArg::BurstEach => burst(BurstMode::Each),
+            ConcurrencyArg::Concurrent => {
+                let mut c = ConcurrentOptions::default();
+                if let Some(m) = self.max_concurrent {
+                    c = c.max(m);
+                }
+                Concurrency::Concurrent(c)
+            }
+        };
+        RuntimeOptions {
+            dispatch: match self.dispatch {
+                DispatchArg::Sync => Dispatch::Sync,
+                DispatchArg::Deferred => Dispatch::Deferred,
+            },
+            concurrency,
+            detach_timeout: ms(self.detach_timeout_ms),
+            max_detached: self.max_detached,
+            max_detached_per_tenant: self.max_detached_per_tenant,
+            lock_ttl: ms(self.lock_ttl_ms),
+            ..RuntimeOptions::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_become_runtime_options() {
+        let args = Args::parse_from([
+            "echo-bot",
+            "--concurrency",
+            "burst-each",
+            "--max-batch",
+            "3",
+            "--burst-window-ms",
+            "200",
+            "--lock-ttl-ms",
+            "9000",
+        ]);
+        let o = args.runtime_options();
+        assert_eq!(o.dispatch, Dispatch::Deferred);
+        assert_eq!(o.lock_ttl, Duration::from_secs(9));
+        match o.concurrency {
+            Concurrency::Burst(b) => {
+                assert_eq!(b.mode, BurstMode::Each);
+                assert_eq!(b.max_batch, Some(3));
+                assert_eq!(b.window, Duration::from_millis(200));
+            }
+            other => panic!("got {other:?}"),
+        }
+        assert!(o.validate().is_ok());
+    }
+
+    #[test]
+    fn the_help_names_every_environment_variable() {
+        use clap::CommandFactory;
+        let help = Args::command().render_long_help().to_string();
+        for var in [
+            "BIND",
+            "SLACK_SIGNING_SECRET",
+            "SLACK_BOT_TOKEN",
+            "SLACK_BOT_USER_ID",
+            "SLACK_API_URL",
+            "LINEAR_WEBHOOK_SECRET",
+            "LINEAR_API_KEY",
+            "LINEAR_ACCESS_TOKEN",
+            "LINEAR_APP_USER_ID",
+            "LINEAR_API_URL",
+            "REDIS_URL",
+            "CHAT_DISPATCH",
+            "CHAT_CONCURRENCY",
+            "CHAT_DETACH_TIMEOUT_MS",
+            "CHAT_MAX_DETACHED",
+            "CHAT_MAX_DETACHED_PER_TENANT",
+            "CHAT_QUEUE_SIZE",
+            "CHAT_DEBOUNCE_MS",
+            "CHAT_BURST_WINDOW_MS",
+            "CHAT_MAX_BATCH",
+            "CHAT_MAX_CONCURRENT",
+            "CHAT_LOCK_TTL_MS",
+            "ECHO_DELAY_MS",
+        ] {
+            assert!(help.contains(var), "--help does not mention {var}");
+        }
+    }
+}
