@@ -1,0 +1,36 @@
+//! Errors of building the adapter. Inbound failures are
+//! [`chat_core::WebhookError`]s and outbound ones [`chat_core::AdapterError`]s.
+
+use chat_core::BoxError;
+
+/// A [`LinearAdapter`](crate::LinearAdapter) could not be built. Never shows
+/// the secret or the credential.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// No webhook signing secret was given.
+    #[error("a Linear webhook signing secret is required")]
+    MissingSigningSecret,
+    /// Neither an API key nor an OAuth access token was given.
+    #[error("a Linear API key or OAuth access token is required")]
+    MissingCredential,
+    /// A credential cannot be sent in an HTTP header.
+    #[error("a Linear credential is not a valid header value")]
+    InvalidCredential,
+    /// The GraphQL endpoint is not an absolute `http(s)` URL.
+    #[error("invalid Linear GraphQL endpoint: {0}")]
+    InvalidEndpoint(String),
+    /// A duration or size option is zero.
+    #[error("invalid option: {0}")]
+    InvalidOption(&'static str),
+    /// The HTTP client could not be built (TLS setup).
+    #[error("the HTTP client could not be built")]
+    HttpClient(#[source] BoxError),
+}
+
+/// The deadline of an outbound call passed before it could be sent (or sent
+/// again after a rate limit). Carried inside
+/// [`AdapterError::Transport`](chat_core::AdapterError::Transport).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the call's deadline passed")]
+pub struct DeadlineExceeded;

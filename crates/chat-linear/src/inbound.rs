@@ -1,0 +1,337 @@
+//! Verified deliveries → normalized events.
+//!
+//! | delivery | result |
+//! |---|---|
+//! | `AgentSessionEvent` with `agentActivity.signal == "stop"` | [`AgentSessionAction::StopRequested`]: a control event |
+//! | `AgentSessionEvent` `created` | [`AgentSessionAction::Created`], with `promptContext`; its text is the prompt activity's body when the payload has one, else the body of the session's comment |
+//! | `AgentSessionEvent` `prompted` | [`AgentSessionAction::Prompted`], text from `agentActivity.content.body` |
+//! | `Comment` `create` | [`EventKind::Message`] in the comment thread (`parentId ?? id`) |
+//! | our own comments and activities, bot comments, comments outside issues | [`Inbound::Ignored`] |
+//! | any other type or action | [`Inbound::Ignored`] (`unsupported:{type}:{action}`) |
+//!
+//! Dedupe keys name the entity, not the delivery: `session:{id}:created`,
+//! `session:{id}:activity:{activity id}`, `comment:{id}`. The event id is the
+//! `Linear-Delivery` header when present, else the dedupe key.
+
+use bytes::Bytes;
+use chat_core::{
+    AgentSession, AgentSessionAction, Author, DedupeKey, Event, EventId, EventKind, Inbound,
+    Message, MessageChange, WebhookError,
+};
+
+use crate::adapter::Config;
+use crate::payload::{
+    AgentSessionEventWebhookPayload, CommentEvent, UserChildWebhookPayload, WebhookHead,
+};
+use crate::signature::DELIVERY_HEADER;
+use crate::thread::{comment_thread, session_thread};
+
+/// A [`WebhookError::Malformed`] naming where parsing failed, without quoting
+/// the payload.
+pub(crate) fn malformed(what: &str, e: &serde_json::Error) -> WebhookError {
+    let category = match e.classify() {
+        serde_json::error::Category::Io => "io",
+        serde_json::error::Category::Syntax => "syntax",
+        serde_json::error::Category::Data => "data",
+        serde_json::error::Category::Eof => "eof",
+    };
+    WebhookError::Malformed(format!(
+        "{what}: {category} error at line {} column {}",
+        e.line(),
+        e.column()
+    ))
+}
+
+/// Refuses a body that is not a JSON object (serde would read a struct from an
+/// array too).
+pub(crate) fn ensure_object(body: &[u8]) -> Result<(), WebhookError> {
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => Ok(()),
+        _ => Err(WebhookError::Malformed(
+            "body: not a JSON object".to_owned(),
+        )),
+    }
+}
+
+/// Turns a verified body into an event or an ignore.
+pub(crate) fn parse(
+    cfg: &Config,
+    parts: &http::request::Parts,
+    body: &Bytes,
+    now_ms: u64,
+) -> Result<Inbound, WebhookError> {
+    ensure_object(body)?;
+    let head: WebhookHead = serde_json::from_slice(body).map_err(|e| malformed("body", &e))?;
+    if head.kind.is_empty() {
+        return Err(WebhookError::Malformed("body: no type".to_owned()));
+    }
+    let delivery = delivery_id(parts);
+    match (head.kind.as_str(), head.action.as_str()) {
+        ("AgentSessionEvent", _) => agent_session_event(cfg, delivery, body, now_ms),
+        ("Comment", "create") => comment_created(cfg, delivery, body, now_ms),
+        (kind, action) => Ok(ignored(format!(
+            "unsupported:{}:{}",
+            reason_part(kind),
+            reason_part(action)
+        ))),
+    }
+}
+
+fn ignored(reason: impl Into<String>) -> Inbound {
+    Inbound::Ignored {
+        reason: reason.into(),
+    }
+}
+
+/// A name from the payload, made safe for a log line.
+fn reason_part(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        .take(48)
+        .collect()
+}
+
+/// The `Linear-Delivery` header, when it is a plausible id.
+fn delivery_id(parts: &http::request::Parts) -> Option<String> {
+    let v = parts.headers.get(DELIVERY_HEADER)?.to_str().ok()?.trim();
+    (!v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .then(|| v.to_owned())
+}
+
+fn author_of(id: Option<&str>, user: Option<&UserChildWebhookPayload>) -> Author {
+    let id = id
+        .filter(|i| !i.is_empty())
+        .or_else(|| user.map(|u| u.id.as_str()))
+        .unwrap_or_default();
+    Author {
+        id: id.to_owned(),
+        name: user.and_then(|u| u.name.clone()),
+        is_bot: false,
+        is_me: false,
+    }
+}
+
+fn event(
+    delivery: Option<String>,
+    dedupe: String,
+    thread: chat_core::ThreadRef,
+    kind: EventKind,
+    body: &Bytes,
+    now_ms: u64,
+) -> Inbound {
+    let id = delivery.unwrap_or_else(|| dedupe.clone());
+    Inbound::Event(Box::new(Event {
+        id: EventId::new(id),
+        dedupe_key: DedupeKey::new(dedupe),
+        thread,
+        received_at_ms: now_ms,
+        attempt: 0,
+        retry_reason: None,
+        kind,
+        raw: body.clone(),
+    }))
+}
+
+fn agent_session_event(
+    cfg: &Config,
+    delivery: Option<String>,
+    body: &Bytes,
+    now_ms: u64,
+) -> Result<Inbound, WebhookError> {
+    let p = AgentSessionEventWebhookPayload::from_slice(body)?;
+    let session = &p.agent_session;
+    if p.organization_id.is_empty() || session.id.is_empty() {
+        return Err(WebhookError::Malformed(
+            "AgentSessionEvent: no organizationId or agentSession.id".to_owned(),
+        ));
+    }
+    let is_me = |id: &str| {
+        !id.is_empty() && (cfg.app_user_ids.contains(id) || p.app_user_id.as_deref() == Some(id))
+    };
+    let issue_id = session
+        .issue_id
+        .as_deref()
+        .or_else(|| session.issue.as_ref().map(|i| i.id.as_str()));
+    let thread = session_thread(p.organization_id.as_str(), issue_id, &session.id);
+    let activity = p.agent_activity.as_ref();
+
+    let action = match (p.action.as_str(), activity) {
+        ("created" | "prompted", Some(a)) if a.is_stop() => AgentSessionAction::StopRequested,
+        ("created", _) => AgentSessionAction::Created,
+        ("prompted", Some(_)) => AgentSessionAction::Prompted,
+        ("prompted", None) => {
+            return Err(WebhookError::Malformed(
+                "AgentSessionEvent: prompted without agentActivity".to_owned(),
+            ));
+        }
+        (other, _) => {
+            return Ok(ignored(format!(
+                "unsupported:AgentSessionEvent:{}",
+                reason_part(other)
+            )));
+        }
+    };
+
+    let (author, text, activity_id, dedupe) = match (action, activity) {
+        (AgentSessionAction::Created, _) => {
+            let author = author_of(session.creator_id.as_deref(), session.creator.as_ref());
+            let text = activity
+                .and_then(|a| a.body())
+                .map(str::to_owned)
+                .or_else(|| session.comment.as_ref().and_then(|c| c.body.clone()));
+            let dedupe = format!("session:{}:created", session.id);
+            (author, text, activity.map(|a| a.id.clone()), dedupe)
+        }
+        (_, Some(a)) => {
+            let author = author_of(a.user_id.as_deref(), a.user.as_ref());
+            if is_me(&author.id) {
+                return Ok(ignored("own-activity"));
+            }
+            if a.id.is_empty() {
+                return Err(WebhookError::Malformed(
+                    "AgentSessionEvent: agentActivity without id".to_owned(),
+                ));
+            }
+            let text = (action == AgentSessionAction::Prompted)
+                .then(|| a.body().unwrap_or_default().to_owned());
+            let dedupe = format!("session:{}:activity:{}", session.id, a.id);
+            (author, text, Some(a.id.clone()), dedupe)
+        }
+        (_, None) => {
+            return Err(WebhookError::Malformed(
+                "AgentSessionEvent: no agentActivity".to_owned(),
+            ));
+        }
+    };
+
+    let kind = EventKind::AgentSession(AgentSession {
+        session_id: session.id.clone(),
+        action,
+        text,
+        prompt_context: if action == AgentSessionAction::Created {
+            p.prompt_context.clone()
+        } else {
+            None
+        },
+        activity_id: activity_id.filter(|a| !a.is_empty()),
+        user: author,
+    });
+    Ok(event(delivery, dedupe, thread, kind, body, now_ms))
+}
+
+fn comment_created(
+    cfg: &Config,
+    delivery: Option<String>,
+    body: &Bytes,
+    now_ms: u64,
+) -> Result<Inbound, WebhookError> {
+    let p = CommentEvent::from_slice(body)?;
+    let c = &p.data;
+    if p.organization_id.is_empty() || c.id.is_empty() {
+        return Err(WebhookError::Malformed(
+            "Comment: no organizationId or data.id".to_owned(),
+        ));
+    }
+    let mut author = author_of(c.user_id.as_deref(), c.user.as_ref());
+    if author.id.is_empty()
+        && let Some(actor) = &p.actor
+    {
+        author.id.clone_from(&actor.id);
+        author.name.clone_from(&actor.name);
+    }
+    if !author.id.is_empty() && cfg.app_user_ids.contains(author.id.as_str()) {
+        return Ok(ignored("own-message"));
+    }
+    author.is_bot = c.bot_actor.as_ref().is_some_and(|b| !b.is_null());
+    if author.is_bot && cfg.ignore_bot_comments {
+        return Ok(ignored("bot-message"));
+    }
+    let Some(issue_id) = c
+        .issue_id
+        .as_deref()
+        .or_else(|| c.issue.as_ref().map(|i| i.id.as_str()))
+        .filter(|i| !i.is_empty())
+    else {
+        return Ok(ignored("unsupported:Comment:not-on-an-issue"));
+    };
+    let root = c
+        .parent_id
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .unwrap_or(&c.id);
+    let thread = comment_thread(p.organization_id.as_str(), issue_id, root);
+    let is_mention = mentions(&c.body, &cfg.mention_names);
+    let kind = EventKind::Message(Message {
+        id: c.id.clone(),
+        author,
+        text: c.body.clone(),
+        change: MessageChange::Posted,
+        is_mention,
+        is_dm: false,
+    });
+    Ok(event(
+        delivery,
+        format!("comment:{}", c.id),
+        thread,
+        kind,
+        body,
+        now_ms,
+    ))
+}
+
+/// Whether `body` mentions one of `handles` (lowercase): as `@handle`, or as a
+/// link to `…/profiles/handle`, Linear's Markdown form of a mention. A handle
+/// must end where a name cannot go on.
+pub(crate) fn mentions(body: &str, handles: &[String]) -> bool {
+    fn name_char(b: u8) -> bool {
+        b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+    }
+    fn ends_name(rest: &[u8]) -> bool {
+        match rest.first() {
+            None => true,
+            // A trailing dot ends a sentence, not the name.
+            Some(b'.') => rest.get(1).is_none_or(|b| !name_char(*b)),
+            Some(b) => !name_char(*b),
+        }
+    }
+    if handles.is_empty() {
+        return false;
+    }
+    let lower = body.to_ascii_lowercase();
+    let bytes = lower.as_bytes();
+    handles.iter().filter(|h| !h.is_empty()).any(|h| {
+        let at = format!("@{h}");
+        let link = format!("/profiles/{h}");
+        let found = |needle: &str, need_boundary_before: bool| {
+            lower.match_indices(needle).any(|(i, _)| {
+                let before_ok = !need_boundary_before
+                    || i == 0
+                    || !bytes.get(i - 1).is_some_and(|b| b.is_ascii_alphanumeric());
+                before_ok && ends_name(&bytes[i + needle.len()..])
+            })
+        };
+        found(&at, true) || found(&link, false)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_need_a_whole_handle() {
+        let h = vec!["helper".to_owned()];
+        assert!(mentions("@helper can you look?", &h));
+        assert!(mentions("hey @Helper.", &h));
+        assert!(mentions(
+            "cc [Helper](https://linear.app/acme/profiles/helper) pls",
+            &h
+        ));
+        assert!(mentions("https://linear.app/acme/profiles/helper", &h));
+        assert!(!mentions("@helperbot look", &h));
+        assert!(!mentions("mail me at me@helper.io", &h));
+        assert!(!mentions("helper, look", &h));
+        assert!(!mentions("@helper", &[]));
+        assert!(!mentions("/profiles/helper2", &h));
+    }
+}
