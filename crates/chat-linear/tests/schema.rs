@@ -51,6 +51,7 @@ fn schema_path() -> PathBuf {
 /// Whether Linear's published schema is at hand. It lives beside the checkout, not
 /// in it: without it these tests skip with a loud notice, except under `CI=true`,
 /// where a missing schema fails them.
+#[allow(clippy::print_stderr)]
 fn schema_available() -> bool {
     let path = schema_path();
     if path.exists() {
