@@ -1,5 +1,4 @@
-//! The Linear adapter from echo-bot's settings (mounted once the Linear crate is
-//! in the workspace's examples).
+//! The Linear adapter from echo-bot's settings.
 
 use std::sync::Arc;
 
@@ -8,11 +7,27 @@ use chat_runtime::BoxError;
 
 use crate::config::Args;
 
-/// The Linear adapter, or `None` when `LINEAR_WEBHOOK_SECRET` is not set.
+/// The Linear adapter, or `None` (and a log line saying why) when
+/// `LINEAR_WEBHOOK_SECRET` is not set.
 pub fn adapter(args: &Args) -> Result<Option<Arc<dyn PlatformAdapter>>, BoxError> {
-    if args.linear_webhook_secret.is_none() {
+    let Some(secret) = &args.linear_webhook_secret else {
         tracing::warn!("Linear is not mounted: LINEAR_WEBHOOK_SECRET is not set");
         return Ok(None);
+    };
+    let mut b = chat_linear::LinearAdapter::builder().signing_secret(secret);
+    match (&args.linear_access_token, &args.linear_api_key) {
+        (Some(token), _) => b = b.access_token(token),
+        (None, Some(key)) => b = b.api_key(key),
+        (None, None) => {
+            tracing::warn!("Linear is not mounted: set LINEAR_API_KEY or LINEAR_ACCESS_TOKEN");
+            return Ok(None);
+        }
     }
-    Err("the Linear adapter is not available in this build".into())
+    if let Some(id) = &args.linear_app_user_id {
+        b = b.app_user_id(id);
+    }
+    if let Some(url) = &args.linear_api_url {
+        b = b.endpoint(url);
+    }
+    Ok(Some(Arc::new(b.build()?)))
 }
