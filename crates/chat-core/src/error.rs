@@ -115,6 +115,10 @@ pub enum AdapterError {
     /// The handler's context was cancelled while the call waited.
     #[error("cancelled")]
     Cancelled,
+    /// The handler's deadline passed before the call could complete (a rate-limit
+    /// wait is never allowed to outlast it).
+    #[error("the handler's deadline passed")]
+    DeadlineExceeded,
 }
 
 #[cfg(test)]

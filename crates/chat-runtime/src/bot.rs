@@ -109,6 +109,33 @@ impl Bot {
         self.inner.admission.in_use(self.inner.options.max_detached)
     }
 
+    /// Waits, up to `timeout`, until no delivery or detached work is in progress,
+    /// without cancelling anything (tests, and draining before a planned stop).
+    /// Not meant to race [`shutdown`](Self::shutdown).
+    /// Returns whether it became idle in time.
+    pub async fn idle(&self, timeout: Duration) -> bool {
+        let inner = &self.inner;
+        let until = tokio::time::Instant::now() + timeout;
+        loop {
+            if inner.tracker.is_empty() {
+                return true;
+            }
+            let wait = async {
+                // `wait` needs a closed tracker; closing only affects waiting, and
+                // reopening is skipped once shutdown has closed it for good.
+                inner.tracker.close();
+                inner.tracker.wait().await;
+            };
+            let done = tokio::time::timeout_at(until, wait).await.is_ok();
+            if !inner.closed.load(Ordering::SeqCst) {
+                inner.tracker.reopen();
+            }
+            if !done {
+                return inner.tracker.is_empty();
+            }
+        }
+    }
+
     /// Shuts down within `deadline`: refuses new deliveries (they get the
     /// at-capacity answer, so platforms retry elsewhere), cancels every detached
     /// run with [`CancelCause::Shutdown`](crate::CancelCause::Shutdown), waits for

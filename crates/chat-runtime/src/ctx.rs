@@ -65,6 +65,7 @@ impl Ctx {
             adapter: Arc::clone(&self.inner.adapter),
             thread: self.inner.thread.clone(),
             posted: Arc::clone(&self.inner.posted),
+            deadline: self.inner.deadline,
         }
     }
 
@@ -147,11 +148,17 @@ impl Ctx {
 }
 
 /// A conversation to post into. From [`Ctx::thread`].
+///
+/// Every call is bounded by the run's deadline: a platform call that would wait
+/// past it (a rate-limit `Retry-After`, a slow API) is abandoned with
+/// [`AdapterError::DeadlineExceeded`]. Calls still work after the run was
+/// cancelled, so a handler can post a final word when asked to stop.
 #[derive(Clone)]
 pub struct Thread {
     adapter: Arc<dyn PlatformAdapter>,
     thread: ThreadRef,
     posted: Arc<AtomicBool>,
+    deadline: Option<Instant>,
 }
 
 impl Thread {
@@ -166,11 +173,26 @@ impl Thread {
         &self,
         message: impl Into<OutboundMessage>,
     ) -> Result<MessageRef, AdapterError> {
-        let r = self.adapter.post(&self.thread, &message.into()).await;
+        let message = message.into();
+        let r = self
+            .bounded(self.adapter.post(&self.thread, &message))
+            .await;
         if r.is_ok() {
             self.posted.store(true, Ordering::Release);
         }
         r
+    }
+
+    async fn bounded<T>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, AdapterError>>,
+    ) -> Result<T, AdapterError> {
+        match self.deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, call)
+                .await
+                .unwrap_or(Err(AdapterError::DeadlineExceeded)),
+            None => call.await,
+        }
     }
 
     /// Replaces a message the bot posted.
@@ -179,21 +201,23 @@ impl Thread {
         message: &MessageRef,
         content: impl Into<OutboundMessage>,
     ) -> Result<(), AdapterError> {
-        self.adapter.edit(message, &content.into()).await
+        let content = content.into();
+        self.bounded(self.adapter.edit(message, &content)).await
     }
 
     /// Deletes a message the bot posted.
     pub async fn delete(&self, message: &MessageRef) -> Result<(), AdapterError> {
-        self.adapter.delete(message).await
+        self.bounded(self.adapter.delete(message)).await
     }
 
     /// Reacts to a message (emoji name without colons).
     pub async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
-        self.adapter.react(message, emoji).await
+        self.bounded(self.adapter.react(message, emoji)).await
     }
 
     /// Shows a "working on it" status, or clears it with `None`.
     pub async fn set_status(&self, status: Option<&str>) -> Result<(), AdapterError> {
-        self.adapter.set_status(&self.thread, status).await
+        self.bounded(self.adapter.set_status(&self.thread, status))
+            .await
     }
 }

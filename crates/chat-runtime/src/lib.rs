@@ -43,9 +43,10 @@
 //! let response = bot.handle("test", request).await;
 //! assert_eq!(response.status(), 200);
 //!
-//! let report = bot.shutdown(Duration::from_secs(5)).await;
-//! assert!(report.finished);
+//! assert!(bot.idle(Duration::from_secs(5)).await);
 //! assert_eq!(adapter.posts(), ["echo: hello"]);
+//! let report = bot.shutdown(Duration::from_secs(5)).await;
+//! assert_eq!(report.cancelled, 0);
 //! # Ok::<_, Box<dyn std::error::Error>>(()) }).unwrap();
 //! ```
 //!

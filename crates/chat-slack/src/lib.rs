@@ -21,6 +21,53 @@
 //!   [`AdapterError::Api`](chat_core::AdapterError::Api), 429s waited out
 //!   within a deadline, and Markdown converted to mrkdwn ([`mrkdwn`]).
 //!
+//! ## A Slack bot on axum
+//!
+//! The adapter goes into a chat-runtime `Bot`; its webhook is a
+//! `tower::Service` that axum serves as the app's Request URL (Event
+//! Subscriptions, Slash Commands and Interactivity can all point at it).
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use chat_runtime::{BoxError, Bot, Concurrency, Ctx, Dispatch, Event, RuntimeOptions};
+//! use chat_slack::SlackAdapter;
+//! use chat_state_memory::MemoryState;
+//!
+//! async fn on_mention(ctx: Ctx, event: Event) -> Result<(), BoxError> {
+//!     ctx.subscribe().await?; // later messages in the thread come to us too
+//!     let text = event.text().unwrap_or_default();
+//!     ctx.thread().post(format!("You said: *{text}*")).await?;
+//!     Ok(())
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), BoxError> {
+//!     let slack = SlackAdapter::builder()
+//!         .signing_secret(std::env::var("SLACK_SIGNING_SECRET")?)
+//!         .bot_token(std::env::var("SLACK_BOT_TOKEN")?)
+//!         .build()?;
+//!     let bot = Bot::builder()
+//!         .state(MemoryState::new())
+//!         .adapter(slack)
+//!         .options(RuntimeOptions {
+//!             dispatch: Dispatch::Deferred, // ack within Slack's 3 s, then run
+//!             detach_timeout: Duration::from_secs(120),
+//!             concurrency: Concurrency::queue(),
+//!             ..RuntimeOptions::default()
+//!         })
+//!         .on_new_mention(on_mention)
+//!         .on_subscribed_message(on_mention)
+//!         .build()?;
+//!     let app = axum::Router::new().route_service("/webhooks/slack", bot.webhook("slack"));
+//!     let listener = tokio::net::TcpListener::bind("0.0.0.0:3000").await?;
+//!     axum::serve(listener, app)
+//!         .with_graceful_shutdown(async { tokio::signal::ctrl_c().await.unwrap_or(()) })
+//!         .await?;
+//!     bot.shutdown(Duration::from_secs(10)).await; // hand leases over to other replicas
+//!     Ok(())
+//! }
+//! ```
+//!
 //! ## Verify and parse a delivery
 //!
 //! ```

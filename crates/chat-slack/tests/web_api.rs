@@ -1,144 +1,18 @@
-//! The Web API client and the adapter's outbound methods against a fake Slack
-//! API served in-process on 127.0.0.1.
+//! The Web API client and the adapter's outbound methods against chat-testkit's
+//! fake Slack Web API, served in-process on 127.0.0.1.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
-use axum::extract::{Path, State};
-use axum::response::IntoResponse;
-use axum::routing::post;
-use bytes::Bytes;
 use chat_core::{AdapterError, MessageRef, OutboundMessage, Platform, PlatformAdapter, ThreadRef};
 use chat_slack::{SlackAdapter, SlackClient};
-use http::{HeaderMap, StatusCode};
+use chat_testkit::{FakeSlack, RetryAfter, SlackReply};
+use http::header::RETRY_AFTER;
+use http::{HeaderValue, StatusCode};
 use serde_json::{Value, json};
-
-#[derive(Debug, Clone)]
-struct Call {
-    method: String,
-    authorization: Option<String>,
-    content_type: Option<String>,
-    body: Value,
-    at: tokio::time::Instant,
-}
-
-#[derive(Debug, Clone)]
-struct Scripted {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    body: String,
-}
-
-#[derive(Debug, Default)]
-struct FakeState {
-    scripts: HashMap<String, VecDeque<Scripted>>,
-    calls: Vec<Call>,
-}
-
-/// A fake Slack Web API: records every call, answers from per-method scripts,
-/// and otherwise says `ok: true` as Slack would.
-#[derive(Debug, Clone, Default)]
-struct FakeSlack(Arc<Mutex<FakeState>>);
-
-impl FakeSlack {
-    async fn start() -> (Self, String) {
-        let fake = Self::default();
-        let app = Router::new()
-            .route("/api/{method}", post(answer))
-            .with_state(fake.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
-        (fake, format!("http://{addr}/api"))
-    }
-
-    /// The next call of `method` gets this answer.
-    fn then(&self, method: &str, status: u16, headers: &[(&'static str, &str)], body: &str) {
-        self.0
-            .lock()
-            .unwrap()
-            .scripts
-            .entry(method.to_owned())
-            .or_default()
-            .push_back(Scripted {
-                status,
-                headers: headers.iter().map(|(k, v)| (*k, (*v).to_owned())).collect(),
-                body: body.to_owned(),
-            });
-    }
-
-    fn calls(&self) -> Vec<Call> {
-        self.0.lock().unwrap().calls.clone()
-    }
-
-    fn calls_of(&self, method: &str) -> Vec<Call> {
-        self.calls()
-            .into_iter()
-            .filter(|c| c.method == method)
-            .collect()
-    }
-}
-
-async fn answer(
-    State(fake): State<FakeSlack>,
-    Path(method): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> impl IntoResponse {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let mut state = fake.0.lock().unwrap();
-    state.calls.push(Call {
-        method: method.clone(),
-        authorization: headers
-            .get("authorization")
-            .map(|v| v.to_str().unwrap().to_owned()),
-        content_type: headers
-            .get("content-type")
-            .map(|v| v.to_str().unwrap().to_owned()),
-        body: body.clone(),
-        at: tokio::time::Instant::now(),
-    });
-    let scripted = state.scripts.get_mut(&method).and_then(VecDeque::pop_front);
-    let Scripted {
-        status,
-        headers,
-        body,
-    } = scripted.unwrap_or_else(|| Scripted {
-        status: 200,
-        headers: vec![],
-        body: match method.as_str() {
-            "chat.postMessage" => json!({
-                "ok": true, "channel": body["channel"], "ts": "1700000100.000100",
-                "message": {"text": body["text"], "ts": "1700000100.000100"}
-            }),
-            "auth.test" => json!({
-                "ok": true, "url": "https://example.slack.com/", "team": "Example",
-                "user": "bot", "team_id": "T0001", "user_id": "ULEARNED", "bot_id": "BLEARNED",
-                "is_enterprise_install": false
-            }),
-            _ => json!({"ok": true}),
-        }
-        .to_string(),
-    });
-    let mut response_headers = HeaderMap::new();
-    response_headers.insert("content-type", "application/json".parse().unwrap());
-    for (k, v) in headers {
-        response_headers.insert(k, v.parse().unwrap());
-    }
-    (
-        StatusCode::from_u16(status).unwrap(),
-        response_headers,
-        body,
-    )
-}
 
 fn adapter_at(url: &str) -> SlackAdapter {
     common::builder().api_base_url(url).build().unwrap()
@@ -152,8 +26,9 @@ fn thread(ts: &str) -> ThreadRef {
 
 #[tokio::test]
 async fn post_replies_in_the_thread_with_the_bearer_token() {
-    let (fake, url) = FakeSlack::start().await;
-    let a = adapter_at(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    let a = adapter_at(url);
     let posted = a
         .post(
             &thread("1700000000.000100"),
@@ -180,8 +55,9 @@ async fn post_replies_in_the_thread_with_the_bearer_token() {
 
 #[tokio::test]
 async fn markdown_is_sent_as_mrkdwn() {
-    let (fake, url) = FakeSlack::start().await;
-    let a = adapter_at(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    let a = adapter_at(url);
     a.post(
         &thread("1.0"),
         &OutboundMessage::markdown("**Done** for <@U1>: [PR](https://x.io/1) & more"),
@@ -196,8 +72,9 @@ async fn markdown_is_sent_as_mrkdwn() {
 
 #[tokio::test]
 async fn a_channel_level_post_starts_a_new_thread() {
-    let (fake, url) = FakeSlack::start().await;
-    let a = adapter_at(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    let a = adapter_at(url);
     let posted = a.post(&thread(""), &"hello".into()).await.unwrap();
     assert!(fake.calls()[0].body.get("thread_ts").is_none());
     assert_eq!(posted.thread.thread, "1700000100.000100");
@@ -205,8 +82,9 @@ async fn a_channel_level_post_starts_a_new_thread() {
 
 #[tokio::test]
 async fn a_thread_without_a_channel_cannot_be_posted_to() {
-    let (fake, url) = FakeSlack::start().await;
-    let a = adapter_at(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    let a = adapter_at(url);
     let modal = ThreadRef::new(Platform::Slack, "T0001", "", "V0MODAL");
     let err = a.post(&modal, &"x".into()).await.unwrap_err();
     assert!(matches!(err, AdapterError::Unsupported(_)), "{err:?}");
@@ -215,20 +93,16 @@ async fn a_thread_without_a_channel_cannot_be_posted_to() {
 
 #[tokio::test]
 async fn ok_false_is_an_api_error_with_slacks_code() {
-    let (fake, url) = FakeSlack::start().await;
-    fake.then(
-        "chat.postMessage",
-        200,
-        &[],
-        r#"{"ok":false,"error":"channel_not_found"}"#,
-    );
-    let a = adapter_at(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    fake.fail("chat.postMessage", "channel_not_found", 1);
+    let a = adapter_at(url);
     let err = a.post(&thread("1.0"), &"x".into()).await.unwrap_err();
     assert!(
         matches!(&err, AdapterError::Api { code } if code == "channel_not_found"),
         "{err:?}"
     );
-    fake.then("chat.update", 200, &[], r#"{"ok":false}"#);
+    fake.enqueue("chat.update", SlackReply::json(&json!({"ok": false})));
     let msg = MessageRef {
         thread: thread("1.0"),
         id: "2.0".into(),
@@ -242,8 +116,9 @@ async fn ok_false_is_an_api_error_with_slacks_code() {
 
 #[tokio::test]
 async fn edit_delete_react_and_status_call_their_methods() {
-    let (fake, url) = FakeSlack::start().await;
-    let a = adapter_at(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    let a = adapter_at(url);
     let msg = MessageRef {
         thread: thread("1.0"),
         id: "2.0".into(),
@@ -294,20 +169,11 @@ async fn edit_delete_react_and_status_call_their_methods() {
 
 #[tokio::test]
 async fn reacting_twice_is_not_an_error() {
-    let (fake, url) = FakeSlack::start().await;
-    fake.then(
-        "reactions.add",
-        200,
-        &[],
-        r#"{"ok":false,"error":"already_reacted"}"#,
-    );
-    fake.then(
-        "reactions.remove",
-        200,
-        &[],
-        r#"{"ok":false,"error":"no_reaction"}"#,
-    );
-    let a = adapter_at(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    fake.fail("reactions.add", "already_reacted", 1);
+    fake.fail("reactions.remove", "no_reaction", 1);
+    let a = adapter_at(url);
     let msg = MessageRef {
         thread: thread("1.0"),
         id: "2.0".into(),
@@ -321,14 +187,13 @@ async fn reacting_twice_is_not_an_error() {
 
 #[tokio::test]
 async fn the_client_covers_ephemeral_messages_and_modals() {
-    let (fake, url) = FakeSlack::start().await;
-    fake.then(
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    fake.enqueue(
         "views.open",
-        200,
-        &[],
-        r#"{"ok":true,"view":{"id":"V0NEW"}}"#,
+        SlackReply::json(&json!({"ok": true, "view": {"id": "V0NEW"}})),
     );
-    let a = adapter_at(&url);
+    let a = adapter_at(url);
     a.client()
         .post_ephemeral("C1", "U1", Some("1.0"), "only you")
         .await
@@ -351,14 +216,10 @@ async fn the_client_covers_ephemeral_messages_and_modals() {
 
 #[tokio::test]
 async fn a_429_with_retry_after_is_waited_out_then_retried() {
-    let (fake, url) = FakeSlack::start().await;
-    fake.then(
-        "chat.postMessage",
-        429,
-        &[("retry-after", "1")],
-        r#"{"ok":false,"error":"ratelimited"}"#,
-    );
-    let a = adapter_at(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    fake.rate_limit("chat.postMessage", RetryAfter::Header(1), 1);
+    let a = adapter_at(url);
     let posted = a.post(&thread("1.0"), &"x".into()).await.unwrap();
     assert_eq!(posted.id, "1700000100.000100");
     let calls = fake.calls_of("chat.postMessage");
@@ -368,14 +229,10 @@ async fn a_429_with_retry_after_is_waited_out_then_retried() {
 
 #[tokio::test]
 async fn a_429_with_retry_after_in_the_body_is_waited_out() {
-    let (fake, url) = FakeSlack::start().await;
-    fake.then(
-        "chat.postMessage",
-        429,
-        &[],
-        r#"{"ok":false,"error":"ratelimited","retry_after":1}"#,
-    );
-    let a = adapter_at(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    fake.rate_limit("chat.postMessage", RetryAfter::Body(1), 1);
+    let a = adapter_at(url);
     a.post(&thread("1.0"), &"x".into()).await.unwrap();
     let calls = fake.calls_of("chat.postMessage");
     assert_eq!(calls.len(), 2);
@@ -384,14 +241,14 @@ async fn a_429_with_retry_after_in_the_body_is_waited_out() {
 
 #[tokio::test]
 async fn the_header_wins_over_the_body() {
-    let (fake, url) = FakeSlack::start().await;
-    fake.then(
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    fake.enqueue(
         "chat.postMessage",
-        429,
-        &[("retry-after", "0")],
-        r#"{"retry_after":60}"#,
+        SlackReply::raw(StatusCode::TOO_MANY_REQUESTS, r#"{"retry_after":60}"#)
+            .with_header(RETRY_AFTER, HeaderValue::from_static("0")),
     );
-    let a = adapter_at(&url);
+    let a = adapter_at(url);
     let start = tokio::time::Instant::now();
     a.post(&thread("1.0"), &"x".into()).await.unwrap();
     assert!(start.elapsed() < Duration::from_secs(5));
@@ -400,14 +257,10 @@ async fn the_header_wins_over_the_body() {
 
 #[tokio::test]
 async fn a_wait_past_the_deadline_is_rate_limited_at_once() {
-    let (fake, url) = FakeSlack::start().await;
-    fake.then(
-        "chat.postMessage",
-        429,
-        &[("retry-after", "30")],
-        r#"{"ok":false,"error":"ratelimited"}"#,
-    );
-    let a = adapter_at(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    fake.rate_limit("chat.postMessage", RetryAfter::Header(30), 1);
+    let a = adapter_at(url);
     let start = tokio::time::Instant::now();
     let err = a
         .client()
@@ -425,10 +278,11 @@ async fn a_wait_past_the_deadline_is_rate_limited_at_once() {
 
 #[tokio::test]
 async fn without_a_deadline_the_retry_budget_bounds_the_wait() {
-    let (fake, url) = FakeSlack::start().await;
-    fake.then("chat.postMessage", 429, &[("retry-after", "30")], "{}");
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    fake.rate_limit("chat.postMessage", RetryAfter::Header(30), 1);
     let a = common::builder()
-        .api_base_url(&url)
+        .api_base_url(url)
         .retry_budget(Duration::from_secs(5))
         .build()
         .unwrap();
@@ -440,12 +294,11 @@ async fn without_a_deadline_the_retry_budget_bounds_the_wait() {
 
 #[tokio::test]
 async fn retries_are_bounded() {
-    let (fake, url) = FakeSlack::start().await;
-    for _ in 0..3 {
-        fake.then("chat.postMessage", 429, &[("retry-after", "0")], "{}");
-    }
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    fake.rate_limit("chat.postMessage", RetryAfter::Header(0), 3);
     let a = common::builder()
-        .api_base_url(&url)
+        .api_base_url(url)
         .max_retries(2)
         .build()
         .unwrap();
@@ -459,8 +312,9 @@ async fn retries_are_bounded() {
 
 #[tokio::test]
 async fn a_passed_deadline_sends_nothing() {
-    let (fake, url) = FakeSlack::start().await;
-    let a = adapter_at(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    let a = adapter_at(url);
     let err = a
         .client()
         .with_deadline(tokio::time::Instant::now())
@@ -475,9 +329,13 @@ async fn a_passed_deadline_sends_nothing() {
 
 #[tokio::test]
 async fn server_errors_are_statuses_and_not_retried() {
-    let (fake, url) = FakeSlack::start().await;
-    fake.then("chat.postMessage", 500, &[], "oops");
-    let a = adapter_at(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    fake.enqueue(
+        "chat.postMessage",
+        SlackReply::raw(StatusCode::INTERNAL_SERVER_ERROR, "oops"),
+    );
+    let a = adapter_at(url);
     let err = a.post(&thread("1.0"), &"x".into()).await.unwrap_err();
     assert!(
         matches!(err, AdapterError::Status(s) if s == StatusCode::INTERNAL_SERVER_ERROR),
@@ -488,10 +346,14 @@ async fn server_errors_are_statuses_and_not_retried() {
 
 #[tokio::test]
 async fn undecodable_answers_are_decode_errors() {
-    let (fake, url) = FakeSlack::start().await;
-    fake.then("chat.postMessage", 200, &[], "<html>proxy error</html>");
-    fake.then("chat.postMessage", 200, &[], r#"{"ok":true}"#);
-    let a = adapter_at(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    fake.enqueue(
+        "chat.postMessage",
+        SlackReply::raw(StatusCode::OK, "<html>proxy error</html>"),
+    );
+    fake.enqueue("chat.postMessage", SlackReply::json(&json!({"ok": true})));
+    let a = adapter_at(url);
     let err = a.post(&thread("1.0"), &"x".into()).await.unwrap_err();
     assert!(matches!(err, AdapterError::Decode(_)), "{err:?}");
     let err = a.post(&thread("1.0"), &"x".into()).await.unwrap_err();
@@ -529,19 +391,20 @@ fn unconfigured(url: &str) -> SlackAdapter {
 
 #[tokio::test]
 async fn the_identity_is_learned_once_from_auth_test() {
-    let (fake, url) = FakeSlack::start().await;
-    let a = unconfigured(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    let a = unconfigured(url);
     let id = a.identity().await.unwrap();
-    assert_eq!(id.user_id.as_deref(), Some("ULEARNED"));
-    assert_eq!(id.bot_id.as_deref(), Some("BLEARNED"));
-    assert_eq!(id.team_id.as_deref(), Some("T0001"));
+    assert_eq!(id.user_id.as_deref(), Some(FakeSlack::BOT_USER_ID));
+    assert_eq!(id.bot_id.as_deref(), Some(FakeSlack::BOT_ID));
+    assert_eq!(id.team_id.as_deref(), Some(FakeSlack::TEAM_ID));
     a.identity().await.unwrap();
     assert_eq!(fake.calls_of("auth.test").len(), 1);
 
     // Now a message with only the learned bot id is ours.
     let mut body = common::callback(
         "Ev",
-        json!({"type": "message", "channel": "C1", "bot_id": "BLEARNED", "text": "x", "ts": "1.0"}),
+        json!({"type": "message", "channel": "C1", "bot_id": FakeSlack::BOT_ID, "text": "x", "ts": "1.0"}),
     );
     body["authorizations"] = json!([]);
     let reason = common::ignored_reason(common::deliver(&a, &common::json_request(&body)).unwrap());
@@ -550,8 +413,9 @@ async fn the_identity_is_learned_once_from_auth_test() {
 
 #[tokio::test]
 async fn configured_ids_need_no_auth_test() {
-    let (fake, url) = FakeSlack::start().await;
-    let a = adapter_at(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    let a = adapter_at(url);
     let id = a.identity().await.unwrap();
     assert_eq!(id.user_id.as_deref(), Some(common::BOT_USER));
     assert!(fake.calls().is_empty());
@@ -559,8 +423,9 @@ async fn configured_ids_need_no_auth_test() {
 
 #[tokio::test]
 async fn the_first_post_learns_the_identity_alongside() {
-    let (fake, url) = FakeSlack::start().await;
-    let a = unconfigured(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    let a = unconfigured(url);
     a.post(&thread("1.0"), &"x".into()).await.unwrap();
     a.post(&thread("1.0"), &"y".into()).await.unwrap();
     assert_eq!(fake.calls_of("auth.test").len(), 1);
@@ -569,20 +434,16 @@ async fn the_first_post_learns_the_identity_alongside() {
 
 #[tokio::test]
 async fn a_failing_auth_test_does_not_fail_the_post() {
-    let (fake, url) = FakeSlack::start().await;
-    fake.then(
-        "auth.test",
-        200,
-        &[],
-        r#"{"ok":false,"error":"invalid_auth"}"#,
-    );
-    let a = unconfigured(&url);
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    fake.fail("auth.test", "invalid_auth", 1);
+    let a = unconfigured(url);
     a.post(&thread("1.0"), &"x".into()).await.unwrap();
     a.post(&thread("1.0"), &"y".into()).await.unwrap();
     // Not retried on every post: at most once a minute.
     assert_eq!(fake.calls_of("auth.test").len(), 1);
     // An explicit call asks again (and now succeeds).
     let id = a.identity().await.unwrap();
-    assert_eq!(id.user_id.as_deref(), Some("ULEARNED"));
+    assert_eq!(id.user_id.as_deref(), Some(FakeSlack::BOT_USER_ID));
     assert_eq!(fake.calls_of("auth.test").len(), 2);
 }

@@ -11,6 +11,8 @@
 //! * [`EventBuilder`]: normalized events for handler tests.
 //! * [`ScriptedAdapter`]: a platform adapter for runtime tests, whose deliveries
 //!   are serialized events and whose posts are recorded.
+//! * [`FakeSlack`]: Slack's Web API served in-process on `127.0.0.1`, recording
+//!   every call and answering from per-method scripts (`ok:false` errors, 429s).
 //!
 //! ```
 //! use chat_core::{Concurrency, Decision};
@@ -31,10 +33,12 @@
 mod adapter;
 pub mod conformance;
 pub mod events;
+mod fake_slack;
 mod harness;
 
 pub use adapter::{SIGNATURE_HEADER, ScriptedAdapter};
 pub use events::{EventBuilder, user};
+pub use fake_slack::{FakeSlack, RetryAfter, SlackCall, SlackReply};
 pub use harness::{
     Clock, Harness, expect_handoff_run, expect_hold, expect_run, expect_wait, ids, ok,
 };

@@ -1,0 +1,443 @@
+//! [`FakeSlack`]: an in-process fake of Slack's Web API, served over HTTP on
+//! `127.0.0.1`, that records every call and answers from per-method scripts.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::response::Response;
+use axum::routing::post;
+use bytes::Bytes;
+use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// One Web API call the fake received.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SlackCall {
+    /// The method, from the path (`chat.postMessage`).
+    pub method: String,
+    /// The body parsed as JSON; `Value::Null` when it is not JSON.
+    pub body: Value,
+    /// The body as sent.
+    pub raw_body: Bytes,
+    /// The `Authorization` header (`Bearer xoxb-…`), if any.
+    pub authorization: Option<String>,
+    /// The `Content-Type` header, if any.
+    pub content_type: Option<String>,
+    /// When it arrived, on tokio's clock.
+    pub at: Instant,
+    /// The HTTP status the fake answered with.
+    pub status: StatusCode,
+    /// Whether the answer was a success: a 2xx with `"ok": true`.
+    pub ok: bool,
+}
+
+/// How a scripted 429 tells the client how long to wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAfter {
+    /// A `Retry-After: {seconds}` header, as the Web API sends it.
+    Header(u64),
+    /// `"retry_after": {seconds}` in the JSON body and no header, as
+    /// `response_url` and incoming webhooks sometimes answer.
+    Body(u64),
+}
+
+/// One scripted answer of the fake: a status, headers and a body.
+#[derive(Debug, Clone)]
+pub struct SlackReply {
+    status: StatusCode,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    body: Bytes,
+}
+
+impl SlackReply {
+    /// 200 with `value` as the JSON body (include `"ok": true` yourself).
+    pub fn json(value: &Value) -> Self {
+        Self::raw(StatusCode::OK, value.to_string()).with_header(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/json; charset=utf-8"),
+        )
+    }
+
+    /// 200 with `{"ok": false, "error": code}`, as Slack reports a failed call.
+    pub fn error(code: &str) -> Self {
+        Self::json(&json!({ "ok": false, "error": code }))
+    }
+
+    /// 429 with `{"ok": false, "error": "ratelimited"}` and the wait in the
+    /// header or in the body.
+    pub fn rate_limited(retry_after: RetryAfter) -> Self {
+        let (body, header) = match retry_after {
+            RetryAfter::Header(secs) => (
+                json!({ "ok": false, "error": "ratelimited" }),
+                Some(HeaderValue::from(secs)),
+            ),
+            RetryAfter::Body(secs) => (
+                json!({ "ok": false, "error": "ratelimited", "retry_after": secs }),
+                None,
+            ),
+        };
+        let mut reply = Self::json(&body);
+        reply.status = StatusCode::TOO_MANY_REQUESTS;
+        match header {
+            Some(value) => reply.with_header(RETRY_AFTER, value),
+            None => reply,
+        }
+    }
+
+    /// Any status with any body and no headers (a proxy's HTML error page, a
+    /// 500, a malformed answer).
+    pub fn raw(status: StatusCode, body: impl Into<Bytes>) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body: body.into(),
+        }
+    }
+
+    /// Adds a header; one with the same name is replaced.
+    #[must_use]
+    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.retain(|(n, _)| *n != name);
+        self.headers.push((name, value));
+        self
+    }
+
+    /// The status this reply answers with.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+}
+
+/// A fake Slack Web API for tests: an HTTP server on `127.0.0.1` (a free
+/// port) in the current tokio runtime.
+///
+/// * Every `POST {base_url}/{method}` is recorded as a [`SlackCall`] (method,
+///   JSON body, `Authorization` header, arrival time, the status answered).
+/// * A method answers from its script first ([`enqueue`](Self::enqueue),
+///   [`fail`](Self::fail), [`rate_limit`](Self::rate_limit)), one scripted
+///   reply per call, in order; once its script is used up it answers as Slack
+///   does on success: `chat.postMessage` with a new `ts` per post
+///   (`1700000100.000100`, `1700000100.000101`, …), `chat.update` and
+///   `chat.delete` echoing `channel` and `ts`, `chat.postEphemeral` with a
+///   `message_ts`, `views.open` with the view and an id, `auth.test` with the
+///   identity in [`TEAM_ID`](Self::TEAM_ID), [`BOT_USER_ID`](Self::BOT_USER_ID)
+///   and [`BOT_ID`](Self::BOT_ID), and every other method (`reactions.add`,
+///   `assistant.threads.setStatus`, …) with `{"ok": true}`.
+///
+/// Point a Slack client at [`base_url`](Self::base_url) (for chat-slack:
+/// `SlackAdapter::builder().api_base_url(fake.base_url())`). Clones share the
+/// server and its record; the server stops when the last clone is dropped or
+/// its runtime shuts down.
+///
+/// ```
+/// use chat_slack::SlackClient;
+/// use chat_testkit::{FakeSlack, RetryAfter};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let fake = FakeSlack::start().await;
+/// fake.fail("chat.update", "cant_update_message", 1);
+/// fake.rate_limit("chat.postMessage", RetryAfter::Header(0), 1);
+///
+/// let client = SlackClient::builder("xoxb-test").base_url(fake.base_url()).build()?;
+/// let posted = client.post_message("C1", Some("1.0"), "hello").await?;
+/// assert_eq!(posted.ts, "1700000100.000100");
+/// assert!(client.update_message("C1", &posted.ts, "edited").await.is_err());
+///
+/// let posts = fake.calls_of("chat.postMessage");
+/// assert_eq!(posts.len(), 2, "a 429, then the post");
+/// assert_eq!(posts[0].status, 429);
+/// assert!(posts[1].ok);
+/// assert_eq!(posts[1].body["thread_ts"], "1.0");
+/// assert_eq!(posts[1].authorization.as_deref(), Some("Bearer xoxb-test"));
+/// # Ok::<_, Box<dyn std::error::Error>>(()) }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct FakeSlack {
+    shared: Arc<Shared>,
+    base_url: String,
+    addr: SocketAddr,
+    _server: Arc<Server>,
+}
+
+impl fmt::Debug for FakeSlack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FakeSlack")
+            .field("base_url", &self.base_url)
+            .field("calls", &self.shared.lock().calls.len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    record: Mutex<Record>,
+    recorded: Notify,
+}
+
+#[derive(Default)]
+struct Record {
+    calls: Vec<SlackCall>,
+    scripts: HashMap<String, VecDeque<SlackReply>>,
+    posts: u64,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Record> {
+        self.record.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Stops the server when the last [`FakeSlack`] clone goes.
+struct Server(JoinHandle<()>);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl FakeSlack {
+    /// The `team_id` `auth.test` answers.
+    pub const TEAM_ID: &'static str = "T0001";
+    /// The `user_id` (the bot user) `auth.test` answers, and the `user` of
+    /// posted messages.
+    pub const BOT_USER_ID: &'static str = "ULEARNED";
+    /// The `bot_id` `auth.test` answers, and the `bot_id` of posted messages.
+    pub const BOT_ID: &'static str = "BLEARNED";
+
+    /// Starts the server on `127.0.0.1` and a free port.
+    ///
+    /// # Panics
+    ///
+    /// When no local port can be bound (the test cannot run); see
+    /// [`try_start`](Self::try_start).
+    pub async fn start() -> Self {
+        match Self::try_start().await {
+            Ok(fake) => fake,
+            Err(e) => panic!("FakeSlack: cannot listen on 127.0.0.1: {e}"),
+        }
+    }
+
+    /// Starts the server on `127.0.0.1` and a free port, or says why it
+    /// could not.
+    pub async fn try_start() -> io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::default());
+        let app = Router::new()
+            .route("/api/{method}", post(answer))
+            .with_state(Arc::clone(&shared));
+        let server = tokio::spawn(async move {
+            // Serving only ends with an accept error axum cannot retry; the
+            // client then sees a transport error, which is what a test of an
+            // unreachable API expects anyway.
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Self {
+            shared,
+            base_url: format!("http://{addr}/api"),
+            addr,
+            _server: Arc::new(Server(server)),
+        })
+    }
+
+    /// The Web API base URL, `http://127.0.0.1:{port}/api`; a call of
+    /// `method` goes to `{base_url}/{method}`.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Appends `reply` to `method`'s script: the first call of `method` not
+    /// answered by an earlier scripted reply gets this one.
+    pub fn enqueue(&self, method: &str, reply: SlackReply) {
+        self.shared
+            .lock()
+            .scripts
+            .entry(method.to_owned())
+            .or_default()
+            .push_back(reply);
+    }
+
+    /// The next `times` calls of `method` answer `{"ok": false, "error": code}`;
+    /// later ones succeed.
+    pub fn fail(&self, method: &str, code: &str, times: usize) {
+        for _ in 0..times {
+            self.enqueue(method, SlackReply::error(code));
+        }
+    }
+
+    /// The next `times` calls of `method` answer 429 with `retry_after`; later
+    /// ones succeed.
+    pub fn rate_limit(&self, method: &str, retry_after: RetryAfter, times: usize) {
+        for _ in 0..times {
+            self.enqueue(method, SlackReply::rate_limited(retry_after));
+        }
+    }
+
+    /// Every call so far, in arrival order.
+    pub fn calls(&self) -> Vec<SlackCall> {
+        self.shared.lock().calls.clone()
+    }
+
+    /// The calls of one method so far, in arrival order.
+    pub fn calls_of(&self, method: &str) -> Vec<SlackCall> {
+        self.shared
+            .lock()
+            .calls
+            .iter()
+            .filter(|c| c.method == method)
+            .cloned()
+            .collect()
+    }
+
+    /// The successful `chat.postMessage` calls so far: what was really posted.
+    pub fn posts(&self) -> Vec<SlackCall> {
+        self.calls_of("chat.postMessage")
+            .into_iter()
+            .filter(|c| c.ok)
+            .collect()
+    }
+
+    /// Waits until `method` has been called at least `count` times, or
+    /// `timeout` (on tokio's clock) passed; returns its calls either way, so
+    /// assert on their number.
+    pub async fn wait_for_calls(
+        &self,
+        method: &str,
+        count: usize,
+        timeout: Duration,
+    ) -> Vec<SlackCall> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut recorded = pin!(self.shared.recorded.notified());
+            // Registered before the check, so a call recorded in between wakes us.
+            recorded.as_mut().enable();
+            let calls = self.calls_of(method);
+            if calls.len() >= count {
+                return calls;
+            }
+            if tokio::time::timeout_at(deadline, recorded).await.is_err() {
+                return self.calls_of(method);
+            }
+        }
+    }
+}
+
+async fn answer(
+    State(shared): State<Arc<Shared>>,
+    Path(method): Path<String>,
+    headers: HeaderMap,
+    raw_body: Bytes,
+) -> Response {
+    let at = Instant::now();
+    let body: Value = serde_json::from_slice(&raw_body).unwrap_or(Value::Null);
+    let header = |name: HeaderName| {
+        headers
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    };
+    let authorization = header(AUTHORIZATION);
+    let content_type = header(CONTENT_TYPE);
+    let reply = {
+        let mut record = shared.lock();
+        let scripted = record
+            .scripts
+            .get_mut(&method)
+            .and_then(VecDeque::pop_front);
+        let reply = scripted.unwrap_or_else(|| success(&mut record, &method, &body));
+        let ok = reply.status.is_success()
+            && serde_json::from_slice::<Value>(&reply.body)
+                .is_ok_and(|v| v.get("ok").and_then(Value::as_bool) == Some(true));
+        record.calls.push(SlackCall {
+            method,
+            body,
+            raw_body,
+            authorization,
+            content_type,
+            at,
+            status: reply.status,
+            ok,
+        });
+        reply
+    };
+    shared.recorded.notify_waiters();
+    let mut response = Response::new(Body::from(reply.body));
+    *response.status_mut() = reply.status;
+    for (name, value) in reply.headers {
+        response.headers_mut().insert(name, value);
+    }
+    response
+}
+
+/// What Slack answers when `method` succeeds.
+fn success(record: &mut Record, method: &str, body: &Value) -> SlackReply {
+    let field = |name: &str| body.get(name).cloned().unwrap_or(Value::Null);
+    let answer = match method {
+        "chat.postMessage" => {
+            let ts = next_ts(record);
+            let mut message = json!({
+                "type": "message",
+                "text": field("text"),
+                "user": FakeSlack::BOT_USER_ID,
+                "bot_id": FakeSlack::BOT_ID,
+                "ts": ts,
+            });
+            if let Some(thread_ts) = body.get("thread_ts") {
+                message["thread_ts"] = thread_ts.clone();
+            }
+            json!({ "ok": true, "channel": field("channel"), "ts": ts, "message": message })
+        }
+        "chat.update" => json!({
+            "ok": true, "channel": field("channel"), "ts": field("ts"), "text": field("text"),
+        }),
+        "chat.delete" => json!({ "ok": true, "channel": field("channel"), "ts": field("ts") }),
+        "chat.postEphemeral" => json!({ "ok": true, "message_ts": next_ts(record) }),
+        "views.open" => {
+            let mut view = field("view");
+            if let Some(v) = view.as_object_mut() {
+                v.insert(
+                    "id".to_owned(),
+                    json!(format!("V{:010}", record.calls.len())),
+                );
+            }
+            json!({ "ok": true, "view": view })
+        }
+        "auth.test" => json!({
+            "ok": true,
+            "url": "https://example.slack.com/",
+            "team": "Example",
+            "user": "bot",
+            "team_id": FakeSlack::TEAM_ID,
+            "user_id": FakeSlack::BOT_USER_ID,
+            "bot_id": FakeSlack::BOT_ID,
+            "is_enterprise_install": false,
+        }),
+        _ => json!({ "ok": true }),
+    };
+    SlackReply::json(&answer)
+}
+
+/// A new message `ts`: `1700000100.000100`, then `.000101`, ….
+fn next_ts(record: &mut Record) -> String {
+    let ts = format!("1700000100.{:06}", 100 + record.posts);
+    record.posts += 1;
+    ts
+}
