@@ -28,3 +28,13 @@ pub mod config;
 pub mod echo;
 pub mod linear;
 pub mod stats;
+
+/// The guides in `docs/`, compiled as doctests so that every code block in them
+/// keeps compiling.
+#[cfg(doctest)]
+pub mod guides {
+    #[doc = include_str!("../../docs/getting-started.md")]
+    pub struct GettingStarted;
+    #[doc = include_str!("../../docs/strategies.md")]
+    pub struct Strategies;
+}
