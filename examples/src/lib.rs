@@ -37,4 +37,14 @@ pub mod guides {
     pub struct GettingStarted;
     #[doc = include_str!("../../docs/strategies.md")]
     pub struct Strategies;
+    #[doc = include_str!("../../docs/deferred-dispatch.md")]
+    pub struct DeferredDispatch;
+    #[doc = include_str!("../../docs/replicas.md")]
+    pub struct Replicas;
+    #[doc = include_str!("../../docs/state-backends.md")]
+    pub struct StateBackends;
+    #[doc = include_str!("../../docs/observability.md")]
+    pub struct Observability;
+    #[doc = include_str!("../../docs/testing.md")]
+    pub struct Testing;
 }
