@@ -33,11 +33,18 @@ pub(crate) async fn deliver_detached(
     let task = inner
         .tracker
         .spawn(async move { deliver(&task_inner, &task_adapter, &parts, body).await });
-    match task.await {
-        Ok(response) => response,
-        Err(e) => {
+    // The platform must hear back inside its deadline. Past `ack_timeout` it is
+    // told to retry, while the delivery goes on: whatever `admit` decided still
+    // happens (a handler that got the lease runs; the retry is then a duplicate).
+    match tokio::time::timeout(inner.options.ack_timeout, task).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => {
             tracing::error!(error = %e, "delivery task failed");
             adapter.respond(None, &Verdict::Failed)
+        }
+        Err(_) => {
+            tracing::warn!(name: "ack-timeout", adapter = adapter.name(), "answered before the delivery finished; the platform will retry");
+            adapter.respond(None, &Verdict::AtCapacity)
         }
     }
 }

@@ -107,6 +107,11 @@ pub struct RuntimeOptions {
     /// How long a sync delivery under `Concurrent{max}` waits for a slot inside its
     /// request before it is refused so the platform retries. Default 2 s.
     pub sync_slot_wait: Duration,
+    /// How long the platform waits for its answer before the runtime answers
+    /// "retry" (the at-capacity answer) while the delivery carries on: a slow
+    /// state backend or a slow sync handler never makes the platform time out.
+    /// Default 2.5 s (Slack allows 3 s).
+    pub ack_timeout: Duration,
     /// Under deferred dispatch, run slash commands and modal submissions / closes
     /// before the acknowledgement anyway, so their handlers can answer the
     /// delivery itself with [`Ctx::reply`](crate::Ctx::reply) (Slack shows a
@@ -132,6 +137,7 @@ impl Default for RuntimeOptions {
             lock_scope: LockScope::Adapter,
             sync_slot_wait: Duration::from_secs(2),
             inline_interactions: true,
+            ack_timeout: Duration::from_millis(2500),
             sweep_interval: Some(Duration::from_secs(30)),
         }
     }
@@ -193,6 +199,9 @@ pub enum BuildError {
     /// A lock TTL of zero.
     #[error("lock_ttl must be positive")]
     ZeroLockTtl,
+    /// An ack timeout of zero.
+    #[error("ack_timeout must be positive")]
+    ZeroAckTimeout,
 }
 
 impl RuntimeOptions {
@@ -207,6 +216,9 @@ impl RuntimeOptions {
         }
         if self.lock_ttl.is_zero() {
             return Err(BuildError::ZeroLockTtl);
+        }
+        if self.ack_timeout.is_zero() {
+            return Err(BuildError::ZeroAckTimeout);
         }
         if deferred && self.detach_timeout.is_zero() {
             return Err(BuildError::DetachTimeoutRequired("deferred dispatch"));

@@ -450,3 +450,27 @@ async fn the_sweep_runs_entries_a_dead_holder_left_behind() {
     assert_eq!(w.seen(), [pair("mention", "orphan")]);
     assert_eq!(w.outcome("orphan"), [(Outcome::Ran, "ok")]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_sync_handler_is_answered_in_time_and_runs_once() {
+    let w = World::new(RuntimeOptions {
+        ack_timeout: Duration::from_secs(2),
+        ..RuntimeOptions::default()
+    });
+    let seen = Arc::clone(&w.seen);
+    let slow = EventBuilder::new(w.thread("1"))
+        .id("slow")
+        .mention("wait-cancel")
+        .build();
+    // The handler never returns by itself: the platform still hears back at 2 s…
+    let started = tokio::time::Instant::now();
+    assert_eq!(w.send(&slow).await.status(), 503);
+    assert_eq!(
+        tokio::time::Instant::now() - started,
+        Duration::from_secs(2)
+    );
+    // … and its retry is a duplicate: the delivery carries on where it was.
+    assert_eq!(w.send(&slow).await.status(), 200);
+    assert_eq!(w.outcome("slow"), [(Outcome::Duplicate, "duplicate")]);
+    assert!(seen.lock().unwrap().is_empty());
+}
