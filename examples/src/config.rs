@@ -93,6 +93,16 @@ pub struct Args {
     #[arg(long, env = "CHAT_LOCK_TTL_MS", default_value_t = 30_000)]
     pub lock_ttl_ms: u64,
 
+    /// Answer the platform "retry" if a delivery is not done after this (ms).
+    #[arg(long, env = "CHAT_ACK_TIMEOUT_MS", default_value_t = 2500)]
+    pub ack_timeout_ms: u64,
+    /// Look for threads left by dead replicas this often (ms); 0 turns it off.
+    #[arg(long, env = "CHAT_SWEEP_INTERVAL_MS", default_value_t = 30_000)]
+    pub sweep_interval_ms: u64,
+    /// Timeout of the state call on the ack path, Redis only (ms).
+    #[arg(long, env = "REDIS_ACK_TIMEOUT_MS", default_value_t = 1000)]
+    pub redis_ack_timeout_ms: u64,
+
     /// Simulated work before each echo (ms).
     #[arg(long, env = "ECHO_DELAY_MS", default_value_t = 0)]
     pub echo_delay_ms: u64,
@@ -174,6 +184,8 @@ impl Args {
             max_detached: self.max_detached,
             max_detached_per_tenant: self.max_detached_per_tenant,
             lock_ttl: ms(self.lock_ttl_ms),
+            ack_timeout: ms(self.ack_timeout_ms),
+            sweep_interval: (self.sweep_interval_ms > 0).then(|| ms(self.sweep_interval_ms)),
             ..RuntimeOptions::default()
         }
     }

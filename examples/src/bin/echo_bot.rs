@@ -129,6 +129,7 @@ async fn state(args: &Args) -> Result<Arc<dyn StateBackend>, BoxError> {
         let s = chat_state_redis::RedisState::builder()
             .cluster(args.redis_cluster_urls.iter().cloned())
             .prefix(args.redis_prefix.clone())
+            .ack_timeout(Duration::from_millis(args.redis_ack_timeout_ms))
             .build()
             .await?;
         tracing::info!("state: Redis Cluster");
@@ -139,6 +140,7 @@ async fn state(args: &Args) -> Result<Arc<dyn StateBackend>, BoxError> {
             let s = chat_state_redis::RedisState::builder()
                 .url(url.clone())
                 .prefix(args.redis_prefix.clone())
+                .ack_timeout(Duration::from_millis(args.redis_ack_timeout_ms))
                 .build()
                 .await?;
             tracing::info!("state: Redis");
