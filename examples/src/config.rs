@@ -100,7 +100,7 @@ pub struct Args {
     #[arg(long, env = "CHAT_SWEEP_INTERVAL_MS", default_value_t = 30_000)]
     pub sweep_interval_ms: u64,
     /// Timeout of the state call on the ack path, Redis only (ms).
-    #[arg(long, env = "REDIS_ACK_TIMEOUT_MS", default_value_t = 1000)]
+    #[arg(long, env = "REDIS_ACK_TIMEOUT_MS", default_value_t = 5000)]
     pub redis_ack_timeout_ms: u64,
 
     /// Simulated work before each echo (ms).

@@ -21,7 +21,13 @@ pub const DEFAULT_PREFIX: &str = "chat";
 /// The pool size when none is given.
 pub const DEFAULT_POOL_SIZE: usize = 16;
 /// The timeout of `admit` (the acknowledgement path) when none is given.
-pub const DEFAULT_ACK_TIMEOUT: Duration = Duration::from_millis(1000);
+///
+/// The runtime answers the platform at its own `ack_timeout` (2.5 s) whatever the
+/// backend does, and the delivery carries on after that; this timeout only bounds
+/// how long the delivery waits for `admit`'s answer. Longer than the runtime's, so
+/// an admit that is slow but succeeds is not abandoned (its script may already
+/// have marked the event and granted the lease).
+pub const DEFAULT_ACK_TIMEOUT: Duration = Duration::from_secs(5);
 /// The timeout of every other call when none is given.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 

@@ -1,0 +1,167 @@
+//! Bad input: malformed, oversized, unsigned, replayed and wrongly typed
+//! deliveries get the right 4xx, touch no state, and never take a replica down.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::cluster::{Redis, Replica};
+use crate::sender::{self, SECRET};
+
+/// One delivery of the corpus and the status it must get.
+struct Case {
+    name: &'static str,
+    method: &'static str,
+    body: Vec<u8>,
+    timestamp: Option<i64>,
+    signature: Option<String>,
+    content_type: &'static str,
+    expect: u16,
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(0))
+        .unwrap_or(0)
+}
+
+fn signed(
+    name: &'static str,
+    body: Vec<u8>,
+    at: i64,
+    content_type: &'static str,
+    expect: u16,
+) -> Case {
+    let ts = at.to_string();
+    let signature = Some(chat_slack::signature::sign(SECRET, &ts, &body));
+    Case {
+        name,
+        method: "POST",
+        body,
+        timestamp: Some(at),
+        signature,
+        content_type,
+        expect,
+    }
+}
+
+fn corpus() -> Vec<Case> {
+    let valid = sender::mention("EvBad1", "T1", "C1", "1.0", "2.0", "hello", false)
+        .body
+        .into_bytes();
+    let json = "application/json";
+    let form = "application/x-www-form-urlencoded";
+    vec![
+        Case { name: "unsigned", method: "POST", body: valid.clone(), timestamp: None, signature: None, content_type: json, expect: 401 },
+        Case {
+            name: "wrong signature",
+            method: "POST",
+            body: valid.clone(),
+            timestamp: Some(now()),
+            signature: Some(format!("v0={}", "0".repeat(64))),
+            content_type: json,
+            expect: 401,
+        },
+        signed("stale (replayed 10 min later)", valid.clone(), now() - 600, json, 401),
+        signed("from the future", valid.clone(), now() + 600, json, 401),
+        {
+            // Signed for one body, sent with another.
+            let mut c = signed("tampered body", valid.clone(), now(), json, 401);
+            c.body = valid.iter().map(|b| if *b == b'h' { b'j' } else { *b }).collect();
+            c
+        },
+        signed("oversized", vec![b' '; 2 * 1024 * 1024], now(), json, 413),
+        signed("not json", b"{\"type\": \"event_callback\", ".to_vec(), now(), json, 400),
+        signed("wrongly typed event", br#"{"type":"event_callback","event_id":"EvBad2","team_id":"T1","event":"not an object"}"#.to_vec(), now(), json, 400),
+        signed("wrongly typed fields", br#"{"type":"event_callback","event_id":7,"team_id":["T1"],"event":{"type":"app_mention","ts":1}}"#.to_vec(), now(), json, 400),
+        signed("form without a payload", b"nothing=here".to_vec(), now(), form, 400),
+        signed("payload that is not json", b"payload=%7Bnot".to_vec(), now(), form, 400),
+        Case { name: "GET", method: "GET", body: Vec::new(), timestamp: None, signature: None, content_type: json, expect: 405 },
+    ]
+}
+
+/// Sends the corpus to one replica; returns the breaches.
+pub async fn run(bin: &Path, work: &Path) -> Result<Vec<String>, String> {
+    let dir = work.join("bad-input");
+    let ledger_dir = dir.join("ledger");
+    std::fs::create_dir_all(&ledger_dir).map_err(|e| e.to_string())?;
+    let redis = Redis::start(&dir)
+        .await
+        .map_err(|e| format!("redis: {e}"))?;
+    let prefix = "chaos-bad-input";
+    let env: Vec<(String, String)> = [
+        ("SLACK_SIGNING_SECRET", SECRET.to_owned()),
+        ("SLACK_BOT_TOKEN", "xoxb-chaos".to_owned()),
+        ("SLACK_BOT_USER_ID", sender::BOT.to_owned()),
+        ("SLACK_API_URL", "http://127.0.0.1:9/api".to_owned()),
+        ("REDIS_URL", redis.url()),
+        ("REDIS_PREFIX", prefix.to_owned()),
+        ("CHAT_DISPATCH", "deferred".to_owned()),
+        (
+            "ECHO_LEDGER",
+            ledger_dir.join("r0.jsonl").display().to_string(),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let mut replica = Replica::start(bin, "r0", &env)
+        .await
+        .map_err(|e| e.to_string())?;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut breaches = Vec::new();
+    for case in corpus() {
+        let url = format!("{}/webhooks/slack", replica.base());
+        let mut req = if case.method == "GET" {
+            client.get(url)
+        } else {
+            client.post(url)
+        };
+        req = req
+            .header("content-type", case.content_type)
+            .body(case.body);
+        if let Some(ts) = case.timestamp {
+            req = req.header("x-slack-request-timestamp", ts.to_string());
+        }
+        if let Some(sig) = case.signature {
+            req = req.header("x-slack-signature", sig);
+        }
+        let status = match req.send().await {
+            Ok(r) => r.status().as_u16(),
+            Err(e) => {
+                breaches.push(format!("{}: no answer ({e})", case.name));
+                continue;
+            }
+        };
+        if status != case.expect {
+            breaches.push(format!(
+                "{}: answered {status}, expected {}",
+                case.name, case.expect
+            ));
+        }
+    }
+    let alive = client
+        .get(format!("{}/healthz", replica.base()))
+        .send()
+        .await
+        .is_ok_and(|r| r.status().is_success());
+    if !alive {
+        breaches.push("the replica stopped answering".to_owned());
+    }
+    let keys = redis
+        .keys(&format!("{prefix}:*"))
+        .await
+        .map_err(|e| e.to_string())?;
+    if !keys.is_empty() {
+        breaches.push(format!("state was touched: {keys:?}"));
+    }
+    replica.terminate(Duration::from_secs(5)).await;
+    let lines = crate::ledger::load(&ledger_dir).map_err(|e| e.to_string())?;
+    if let Some(l) = lines.iter().find(|l| !l.event_id.is_empty()) {
+        breaches.push(format!("an outcome was recorded for bad input: {l:?}"));
+    }
+    Ok(breaches)
+}

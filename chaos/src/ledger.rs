@@ -1,0 +1,362 @@
+//! The outcome ledgers the replicas write, and the invariants checked over them.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// One ledger line (see `examples::stats::Ledger`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Line {
+    /// The platform's event id.
+    pub event_id: String,
+    /// The thread, `platform:tenant:channel:thread`.
+    pub thread: Option<String>,
+    /// Which replica wrote it.
+    pub replica: String,
+    /// Handler start, ms since the epoch (handler runs only).
+    pub start_ms: Option<u64>,
+    /// When the outcome was recorded.
+    pub end_ms: u64,
+    /// The outcome's stable name.
+    pub outcome: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl Line {
+    /// A final outcome: everything but duplicates, refusals before the ack and
+    /// the stop request bookkeeping.
+    pub fn is_terminal(&self) -> bool {
+        !matches!(
+            self.outcome.as_str(),
+            "message-duplicate" | "message-rejected"
+        )
+    }
+}
+
+/// Reads every `*.jsonl` ledger in `dir`. A torn last line (a killed writer) is
+/// skipped.
+pub fn load(dir: &Path) -> std::io::Result<Vec<Line>> {
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            for l in std::fs::read_to_string(&path)?.lines() {
+                if let Ok(line) = serde_json::from_str::<Line>(l) {
+                    lines.push(line);
+                }
+            }
+        }
+    }
+    Ok(lines)
+}
+
+/// What the sender knows about one user action (twins share one).
+#[derive(Debug, Clone, Default)]
+pub struct Action {
+    /// The event ids that carry it.
+    pub event_ids: Vec<String>,
+    /// Some delivery of it got a 2xx.
+    pub acked: bool,
+    /// Some delivery of it got a 5xx (including 503) or timed out.
+    pub refused: bool,
+    /// Every status answered, in order per delivery (0: timeout).
+    pub statuses: Vec<u16>,
+}
+
+/// What a scenario allows that the clean path does not.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Allowances {
+    /// A replica was SIGKILLed: acknowledged actions without an outcome are
+    /// counted as crash-lost rather than failing.
+    pub crash_lost: bool,
+    /// Redis lost its keys: second runs and overlaps are counted rather than
+    /// failing.
+    pub data_loss: bool,
+    /// `Concurrent{max}`: up to `max` runs may overlap on one thread.
+    pub concurrent: Option<usize>,
+}
+
+/// The invariants' verdict and the scenario's counts.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Distinct actions sent.
+    pub sent: usize,
+    /// Actions acknowledged.
+    pub acked: usize,
+    /// Actions whose handler ran (Ran or Failed).
+    pub ran: usize,
+    /// Actions superseded by a newer one.
+    pub superseded: usize,
+    /// Actions dropped by the strategy.
+    pub dropped: usize,
+    /// Actions refused at least once before they were accepted.
+    pub rejected_then_retried: usize,
+    /// Duplicate deliveries recorded.
+    pub duplicates: usize,
+    /// Acknowledged actions with no outcome, in a crash scenario.
+    pub crash_lost: usize,
+    /// Actions that ran twice, in a data-loss scenario.
+    pub ran_twice: usize,
+    /// Longest overlap of two runs on one thread where neither was preempted (ms).
+    pub max_overlap_ms: u64,
+    /// Longest overlap involving a preempted run (ms).
+    pub max_preempted_overlap_ms: u64,
+    /// Most handler runs at once on one replica.
+    pub max_concurrent_runs: usize,
+    /// Every breach found.
+    pub breaches: Vec<String>,
+}
+
+/// Folds the ledgers against what the sender saw.
+pub fn check(lines: &[Line], actions: &[Action], allow: Allowances, max_detached: usize) -> Report {
+    let mut r = Report {
+        sent: actions.len(),
+        ..Report::default()
+    };
+    let mut by_event: HashMap<&str, Vec<&Line>> = HashMap::new();
+    for l in lines {
+        by_event.entry(l.event_id.as_str()).or_default().push(l);
+    }
+    r.duplicates = lines
+        .iter()
+        .filter(|l| l.outcome == "message-duplicate")
+        .count();
+    let known: HashSet<&str> = actions
+        .iter()
+        .flat_map(|a| a.event_ids.iter().map(String::as_str))
+        .collect();
+    for id in by_event.keys() {
+        if !id.is_empty() && !known.contains(id) {
+            r.breaches
+                .push(format!("outcome for an event nobody sent: {id}"));
+        }
+    }
+    for a in actions {
+        let mine: Vec<&Line> = a
+            .event_ids
+            .iter()
+            .flat_map(|id| by_event.get(id.as_str()).into_iter().flatten().copied())
+            .collect();
+        let terminal: Vec<&&Line> = mine.iter().filter(|l| l.is_terminal()).collect();
+        let runs = mine.iter().filter(|l| l.start_ms.is_some()).count();
+        if a.acked {
+            r.acked += 1;
+        }
+        if a.refused && a.acked {
+            r.rejected_then_retried += 1;
+        }
+        if a.refused && !a.acked {
+            r.breaches.push(format!(
+                "{:?} was refused and never accepted on a retry (answers {:?})",
+                a.event_ids, a.statuses
+            ));
+        }
+        match terminal.len() {
+            0 if a.acked && allow.crash_lost => r.crash_lost += 1,
+            0 if a.acked => r.breaches.push(format!(
+                "{:?} was acknowledged and has no outcome (lost)",
+                a.event_ids
+            )),
+            0 | 1 => {}
+            n if allow.data_loss => {
+                r.ran_twice += usize::from(runs > 1);
+                let _ = n;
+            }
+            n => r.breaches.push(format!(
+                "{:?} has {n} outcomes: {:?}",
+                a.event_ids,
+                terminal
+                    .iter()
+                    .map(|l| l.outcome.as_str())
+                    .collect::<Vec<_>>()
+            )),
+        }
+        if runs > 1 && !allow.data_loss {
+            r.breaches
+                .push(format!("{:?} ran {runs} times", a.event_ids));
+        }
+        for l in &terminal {
+            match l.outcome.as_str() {
+                "handler-ran" | "handler-failed" => r.ran += 1,
+                "message-superseded" => r.superseded += 1,
+                "message-dropped" => r.dropped += 1,
+                _ => {}
+            }
+        }
+    }
+    // Overlap of runs on one thread.
+    let mut by_thread: BTreeMap<&str, Vec<&Line>> = BTreeMap::new();
+    for l in lines.iter().filter(|l| l.start_ms.is_some()) {
+        if let Some(t) = &l.thread {
+            by_thread.entry(t.as_str()).or_default().push(l);
+        }
+    }
+    for runs in by_thread.values() {
+        for (i, a) in runs.iter().enumerate() {
+            for b in &runs[i + 1..] {
+                let (sa, sb) = (
+                    a.start_ms.unwrap_or(a.end_ms),
+                    b.start_ms.unwrap_or(b.end_ms),
+                );
+                let overlap = a.end_ms.min(b.end_ms).saturating_sub(sa.max(sb));
+                if overlap == 0 {
+                    continue;
+                }
+                let preempted =
+                    a.outcome == "message-preempted" || b.outcome == "message-preempted";
+                if preempted {
+                    r.max_preempted_overlap_ms = r.max_preempted_overlap_ms.max(overlap);
+                } else {
+                    r.max_overlap_ms = r.max_overlap_ms.max(overlap);
+                }
+            }
+        }
+    }
+    match allow.concurrent {
+        Some(max) => {
+            for runs in by_thread.values() {
+                let at_once = most_at_once(runs.iter().copied());
+                if at_once > max {
+                    r.breaches.push(format!(
+                        "{at_once} runs at once on one thread, above max_concurrent {max}"
+                    ));
+                }
+            }
+        }
+        None if r.max_overlap_ms > 0 && !allow.data_loss => {
+            r.breaches.push(format!(
+                "two runs overlapped on one thread for {} ms",
+                r.max_overlap_ms
+            ));
+        }
+        None => {}
+    }
+    // Concurrent runs per replica.
+    let mut by_replica: BTreeMap<&str, Vec<&Line>> = BTreeMap::new();
+    for l in lines.iter().filter(|l| l.start_ms.is_some()) {
+        by_replica.entry(l.replica.as_str()).or_default().push(l);
+    }
+    for runs in by_replica.values() {
+        r.max_concurrent_runs = r
+            .max_concurrent_runs
+            .max(most_at_once(runs.iter().copied()));
+    }
+    if r.max_concurrent_runs > max_detached {
+        r.breaches.push(format!(
+            "{} handler runs at once on one replica, above max_detached {max_detached}",
+            r.max_concurrent_runs
+        ));
+    }
+    r
+}
+
+/// The most runs in progress at one instant (a run ending at t does not overlap
+/// one starting at t).
+fn most_at_once<'a>(runs: impl Iterator<Item = &'a Line>) -> usize {
+    let mut points: Vec<(u64, i64)> = Vec::new();
+    for l in runs {
+        points.push((l.start_ms.unwrap_or(l.end_ms), 1));
+        points.push((l.end_ms, -1));
+    }
+    points.sort_unstable();
+    let (mut now, mut most) = (0i64, 0i64);
+    for (_, d) in points {
+        now += d;
+        most = most.max(now);
+    }
+    usize::try_from(most).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(id: &str, outcome: &str, start: Option<u64>, end: u64, thread: &str) -> Line {
+        Line {
+            event_id: id.into(),
+            thread: Some(thread.into()),
+            replica: "r0".into(),
+            start_ms: start,
+            end_ms: end,
+            outcome: outcome.into(),
+            reason: String::new(),
+        }
+    }
+
+    fn action(ids: &[&str]) -> Action {
+        Action {
+            event_ids: ids.iter().map(|s| (*s).to_owned()).collect(),
+            acked: true,
+            refused: false,
+            statuses: vec![200],
+        }
+    }
+
+    #[test]
+    fn a_clean_run_passes() {
+        let lines = [
+            line("a", "handler-ran", Some(0), 10, "t"),
+            line("a", "message-duplicate", None, 5, "t"),
+            line("b", "handler-ran", Some(10), 20, "t"),
+        ];
+        let r = check(
+            &lines,
+            &[action(&["a"]), action(&["b"])],
+            Allowances::default(),
+            8,
+        );
+        assert!(r.breaches.is_empty(), "{:?}", r.breaches);
+        assert_eq!((r.ran, r.duplicates), (2, 1));
+    }
+
+    #[test]
+    fn a_lost_event_an_overlap_and_a_second_run_are_breaches() {
+        let lines = [
+            line("a", "handler-ran", Some(0), 10, "t"),
+            line("b", "handler-ran", Some(5), 15, "t"),
+            line("b", "handler-ran", Some(20), 25, "t"),
+        ];
+        let r = check(
+            &lines,
+            &[action(&["a"]), action(&["b"]), action(&["c"])],
+            Allowances::default(),
+            8,
+        );
+        let all = r.breaches.join("\n");
+        assert!(
+            all.contains("\"c\"] was acknowledged and has no outcome"),
+            "{all}"
+        );
+        assert!(all.contains("overlapped"), "{all}");
+        assert!(all.contains("ran 2 times"), "{all}");
+    }
+
+    #[test]
+    fn twins_count_once_and_crashes_are_counted_when_allowed() {
+        let lines = [
+            line("m", "message-duplicate", None, 1, "t"),
+            line("a", "handler-ran", Some(0), 10, "t"),
+        ];
+        let crash = Allowances {
+            crash_lost: true,
+            ..Allowances::default()
+        };
+        let r = check(&lines, &[action(&["a", "m"]), action(&["z"])], crash, 8);
+        assert!(r.breaches.is_empty(), "{:?}", r.breaches);
+        assert_eq!(r.crash_lost, 1);
+    }
+
+    #[test]
+    fn a_refusal_never_accepted_is_a_breach() {
+        let a = Action {
+            event_ids: vec!["a".into()],
+            acked: false,
+            refused: true,
+            statuses: vec![503],
+        };
+        let r = check(&[], &[a], Allowances::default(), 8);
+        assert_eq!(r.breaches.len(), 1);
+    }
+}

@@ -1,0 +1,116 @@
+//! `chaos [--quick] [--only NAME] [--seed N] [--echo-bot PATH]`: runs the
+//! reliability scenarios and exits non-zero on any invariant breach.
+
+#![forbid(unsafe_code)]
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use chaos::scenario;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let only = value("--only");
+    let seed: u64 = value("--seed").and_then(|s| s.parse().ok()).unwrap_or(7);
+    let bin = value("--echo-bot").map(PathBuf::from).or_else(|| {
+        let exe = std::env::current_exe().ok()?;
+        Some(exe.parent()?.join("echo-bot"))
+    });
+    let Some(bin) = bin.filter(|b| b.exists()) else {
+        eprintln!(
+            "chaos: echo-bot not found next to chaos; build it (cargo build -p examples --bin echo-bot) or pass --echo-bot PATH"
+        );
+        return ExitCode::FAILURE;
+    };
+    let work = std::env::temp_dir().join(format!("chat-chaos-{}", std::process::id()));
+    let mut failed = false;
+    println!(
+        "{:<20} {:>5} {:>5} {:>5} {:>5} {:>5} {:>6} {:>5} {:>6} {:>6} {:>8} {:>5}  result",
+        "scenario",
+        "sent",
+        "acked",
+        "ran",
+        "super",
+        "drop",
+        "rej>ok",
+        "dups",
+        "crash",
+        "twice",
+        "overlap",
+        "conc"
+    );
+    for (sc, reduced) in scenario::all() {
+        if (quick && !reduced) || only.as_deref().is_some_and(|o| o != sc.name) {
+            continue;
+        }
+        match scenario::run(&sc, &bin, seed, &work).await {
+            Ok(r) => {
+                let ok = r.breaches.is_empty();
+                failed |= !ok;
+                println!(
+                    "{:<20} {:>5} {:>5} {:>5} {:>5} {:>5} {:>6} {:>5} {:>6} {:>6} {:>4}/{:<3} {:>5}  {}",
+                    sc.name,
+                    r.sent,
+                    r.acked,
+                    r.ran,
+                    r.superseded,
+                    r.dropped,
+                    r.rejected_then_retried,
+                    r.duplicates,
+                    r.crash_lost,
+                    r.ran_twice,
+                    r.max_overlap_ms,
+                    r.max_preempted_overlap_ms,
+                    r.max_concurrent_runs,
+                    if ok { "ok" } else { "BREACH" }
+                );
+                for b in &r.breaches {
+                    println!("    breach: {b}");
+                }
+            }
+            Err(e) => {
+                failed = true;
+                println!("{:<20} harness error: {e}", sc.name);
+            }
+        }
+    }
+    if only.as_deref().is_none_or(|o| o == "bad-input") {
+        match chaos::bad_input::run(&bin, &work).await {
+            Ok(breaches) if breaches.is_empty() => println!(
+                "{:<20} every malformed, oversized, unsigned, replayed or mistyped delivery got its 4xx; no state touched  ok",
+                "bad-input"
+            ),
+            Ok(breaches) => {
+                failed = true;
+                println!("{:<20} BREACH", "bad-input");
+                for b in breaches {
+                    println!("    breach: {b}");
+                }
+            }
+            Err(e) => {
+                failed = true;
+                println!("{:<20} harness error: {e}", "bad-input");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    println!(
+        "\noverlap: longest overlap of two runs on one thread (ms), clean/with a preempted run; conc: most runs at once on one replica"
+    );
+    if failed {
+        println!("chaos: invariant breached");
+        ExitCode::FAILURE
+    } else {
+        println!("chaos: every invariant held");
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,33 @@
+//! `cargo xtask chaos [--quick] [--release] [chaos args…]`: the reliability
+//! harness. Builds echo-bot and the harness, then runs it; it starts its own
+//! redis-server processes, so it needs `redis-server` and `redis-cli`.
+
+use crate::cmd::{self, cargo};
+
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let release = args.iter().any(|a| a == "--release");
+    let passed: Vec<&String> = args.iter().filter(|a| *a != "--release").collect();
+    let mut build = cargo();
+    build.args([
+        "build", "--quiet", "-p", "examples", "--bin", "echo-bot", "-p", "chaos", "--bin", "chaos",
+    ]);
+    if release {
+        build.arg("--release");
+    }
+    if !cmd::run(build).0 {
+        return Err("building echo-bot and the chaos harness failed".into());
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| cmd::root().join("target"));
+    let bin = target
+        .join(if release { "release" } else { "debug" })
+        .join("chaos");
+    let mut c = std::process::Command::new(bin);
+    c.args(passed);
+    if cmd::run(c).0 {
+        Ok(())
+    } else {
+        Err("an invariant was breached (see above)".into())
+    }
+}
