@@ -25,6 +25,8 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod demo;
+pub mod drive;
 pub mod echo;
 pub mod linear;
 pub mod stats;

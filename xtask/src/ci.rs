@@ -60,6 +60,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     );
     step("tests", tests(&env));
     drop(servers);
+    step("chaos", chaos());
     step(
         "doctests",
         timed(cargo_args(&["test", "--workspace", "--doc"])),
@@ -157,6 +158,21 @@ fn redis_servers() -> Result<redis::TestServers, Outcome> {
         eprintln!("ci: could not start Redis for the tests: {e}");
         Outcome::Failed(start.elapsed())
     })
+}
+
+/// The reduced reliability run: a few minutes of faults against three replicas.
+fn chaos() -> Outcome {
+    if !redis::tools_installed() {
+        return Outcome::Missing("apt-get install redis-server redis-tools");
+    }
+    let start = std::time::Instant::now();
+    match crate::chaos::run(&["--quick".to_owned()]) {
+        Ok(()) => Outcome::Passed(start.elapsed()),
+        Err(e) => {
+            eprintln!("ci: chaos: {e}");
+            Outcome::Failed(start.elapsed())
+        }
+    }
 }
 
 fn rustdoc() -> Outcome {

@@ -1,6 +1,9 @@
 //! Project automation, run as `cargo xtask <command>`.
 //!
+//! * `chaos` — the reliability harness (`docs/reliability.md`).
 //! * `ci` — every check CI runs, in order, with a one-line summary per step.
+//! * `demo [--strategy NAME] [--redis URL]` — echo-bot against fake Slack and
+//!   Linear APIs, driven by a scripted conversation, printed as a timeline.
 //! * `redis-cluster up|down` — a local 3-master Redis Cluster for the tests.
 //!
 //! Plain `std` only, so it builds in seconds on a fresh machine.
@@ -9,8 +12,10 @@
 // A command-line tool: its output is its interface.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod chaos;
 mod ci;
 mod cmd;
+mod demo;
 mod redis;
 
 use std::process::ExitCode;
@@ -19,8 +24,16 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
+  chaos [--quick] [--release] [--only NAME] [--seed N]
+                        the reliability harness: three echo-bot replicas on one
+                        Redis, faults, and the outcome-ledger invariants
   ci                    fmt, clippy, tests, doctests, rustdoc and cargo-deny, as CI
                         runs them (starting the Redis servers the tests need)
+  demo [--strategy NAME] [--redis URL]
+                        echo-bot against fake Slack and Linear APIs: a scripted
+                        conversation of signed webhooks, printed as a timeline
+                        (NAME: drop | queue | debounce | burst | burst-each |
+                        concurrent; `demo --help` for the rest)
   redis-cluster up|down a local 3-master Redis Cluster on loopback ports; `up`
                         prints REDIS_CLUSTER_URLS for the tests
   help                  this text
@@ -29,7 +42,9 @@ commands:
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
+        Some("chaos") => chaos::run(&args[1..]),
         Some("ci") => ci::run(&args[1..]),
+        Some("demo") => demo::run(&args[1..]),
         Some("redis-cluster") => redis::cluster_command(&args[1..]),
         Some("help" | "-h" | "--help") | None => {
             print!("{USAGE}");

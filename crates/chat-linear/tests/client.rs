@@ -12,13 +12,14 @@ use std::time::Duration;
 use chat_core::{AdapterError, Inbound, MessageRef, OutboundMessage, PlatformAdapter};
 use chat_linear::thread::{comment_thread, session_thread};
 use chat_linear::{Activity, Credential, LinearAdapter, SessionUpdate};
-use common::fake::{FakeLinear, Reply};
+use chat_testkit::{FakeLinear, LinearReply};
 use common::{ISSUE, NOW_MS, ORG, SESSION, USER, payloads};
+use http::StatusCode;
 use serde_json::json;
 
 async fn setup() -> (FakeLinear, LinearAdapter) {
     let fake = FakeLinear::start().await;
-    let linear = common::builder().endpoint(&fake.url).build().unwrap();
+    let linear = common::builder().endpoint(fake.endpoint()).build().unwrap();
     (fake, linear)
 }
 
@@ -38,7 +39,7 @@ async fn post_in_a_session_is_a_response_activity() {
         .post(&thread, &OutboundMessage::markdown("The mock **changed**."))
         .await
         .unwrap();
-    let sent = fake.of("AgentActivityCreate");
+    let sent = fake.calls_of("AgentActivityCreate");
     assert_eq!(sent.len(), 1);
     let input = sent[0].input();
     assert_eq!(input["agentSessionId"], SESSION);
@@ -60,7 +61,7 @@ async fn post_in_a_comment_thread_replies_to_the_root() {
         .post(&thread, &OutboundMessage::text("On it"))
         .await
         .unwrap();
-    let sent = fake.of("CommentCreate");
+    let sent = fake.calls_of("CommentCreate");
     assert_eq!(sent.len(), 1);
     let input = sent[0].input();
     assert_eq!(input["issueId"], ISSUE);
@@ -73,17 +74,17 @@ async fn post_in_a_comment_thread_replies_to_the_root() {
         .await
         .unwrap();
     assert_eq!(
-        fake.of("CommentUpdate")[0].variables()["id"],
+        fake.calls_of("CommentUpdate")[0].variables["id"],
         posted.id.as_str()
     );
     linear.react(&posted, "+1").await.unwrap();
     assert_eq!(
-        fake.of("ReactionCreate")[0].input()["commentId"],
+        fake.calls_of("ReactionCreate")[0].input()["commentId"],
         posted.id.as_str()
     );
     linear.delete(&posted).await.unwrap();
     assert_eq!(
-        fake.of("CommentDelete")[0].variables()["id"],
+        fake.calls_of("CommentDelete")[0].variables["id"],
         posted.id.as_str()
     );
 }
@@ -124,7 +125,7 @@ async fn activities_cannot_be_edited_deleted_or_reacted_to() {
         linear.thought(&comment_thread(ORG, ISSUE, "c"), "x").await,
         Err(AdapterError::Unsupported(_))
     ));
-    assert!(fake.requests().is_empty());
+    assert!(fake.calls().is_empty());
 }
 
 #[tokio::test]
@@ -139,7 +140,7 @@ async fn a_client_id_is_kept_and_each_activity_gets_a_fresh_one() {
     linear.thought(SESSION, "a").await.unwrap();
     linear.thought(SESSION, "b").await.unwrap();
     let ids: Vec<String> = fake
-        .requests()
+        .calls()
         .iter()
         .map(|r| r.input()["id"].as_str().unwrap().to_owned())
         .collect();
@@ -160,7 +161,7 @@ async fn set_status_is_an_ephemeral_thought_in_a_session() {
         .set_status(&comment_thread(ORG, ISSUE, "c"), Some("x"))
         .await
         .unwrap();
-    let sent = fake.requests();
+    let sent = fake.calls();
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].input()["ephemeral"], true);
     assert_eq!(
@@ -184,9 +185,9 @@ async fn session_updates_and_the_viewer() {
         .update_session(SESSION, &SessionUpdate::new())
         .await
         .unwrap();
-    let sent = fake.of("AgentSessionUpdate");
+    let sent = fake.calls_of("AgentSessionUpdate");
     assert_eq!(sent.len(), 1);
-    assert_eq!(sent[0].variables()["id"], SESSION);
+    assert_eq!(sent[0].variables["id"], SESSION);
     assert_eq!(
         sent[0].input(),
         &json!({"externalLink": "https://agent.example/runs/9"})
@@ -197,13 +198,11 @@ async fn session_updates_and_the_viewer() {
 #[tokio::test]
 async fn graphql_errors_are_api_errors() {
     let (fake, linear) = setup().await;
-    fake.push(Reply::status(
-        400,
-        Some(
-            json!({"errors": [{"message": "Entity not found: AgentSession - secret detail",
-                "extensions": {"code": "INVALID_INPUT", "type": "invalid input", "userError": true}}]})
-            .to_string(),
-        ),
+    fake.enqueue_any(LinearReply::raw(
+        StatusCode::BAD_REQUEST,
+        json!({"errors": [{"message": "Entity not found: AgentSession - secret detail",
+            "extensions": {"code": "INVALID_INPUT", "type": "invalid input", "userError": true}}]})
+        .to_string(),
     ));
     let e = linear.thought(SESSION, "x").await.unwrap_err();
     match &e {
@@ -213,8 +212,8 @@ async fn graphql_errors_are_api_errors() {
     assert!(!e.to_string().contains("secret detail"));
 
     // A 200 with errors is an error too; the code may be only in `type`.
-    fake.push(Reply::json(
-        json!({"data": null, "errors": [{"message": "no",
+    fake.enqueue_any(LinearReply::json(
+        &json!({"data": null, "errors": [{"message": "no",
         "extensions": {"type": "forbidden"}}]}),
     ));
     assert!(matches!(
@@ -222,38 +221,38 @@ async fn graphql_errors_are_api_errors() {
         Err(AdapterError::Api { code }) if code == "forbidden"
     ));
 
-    fake.push(Reply::json(
-        json!({"errors": [{"message": "no extensions"}]}),
+    fake.enqueue_any(LinearReply::json(
+        &json!({"errors": [{"message": "no extensions"}]}),
     ));
     assert!(matches!(
         linear.thought(SESSION, "x").await,
         Err(AdapterError::Api { code }) if code == "GRAPHQL_ERROR"
     ));
 
-    fake.push(Reply::json(
-        json!({"data": {"agentActivityCreate": {"success": false}}}),
+    fake.enqueue_any(LinearReply::json(
+        &json!({"data": {"agentActivityCreate": {"success": false}}}),
     ));
     assert!(matches!(
         linear.thought(SESSION, "x").await,
         Err(AdapterError::Api { code }) if code == "UNSUCCESSFUL"
     ));
 
-    fake.push(Reply::status(
-        502,
-        Some("<html>bad gateway</html>".to_owned()),
+    fake.enqueue_any(LinearReply::raw(
+        StatusCode::BAD_GATEWAY,
+        "<html>bad gateway</html>",
     ));
     assert!(matches!(
         linear.thought(SESSION, "x").await,
         Err(AdapterError::Status(s)) if s == 502
     ));
 
-    fake.push(Reply::status(401, Some(String::new())));
+    fake.enqueue_any(LinearReply::raw(StatusCode::UNAUTHORIZED, ""));
     assert!(matches!(
         linear.thought(SESSION, "x").await,
         Err(AdapterError::Status(s)) if s == 401
     ));
 
-    fake.push(Reply::json(json!({"data": {}})));
+    fake.enqueue_any(LinearReply::json(&json!({"data": {}})));
     assert!(matches!(
         linear.thought(SESSION, "x").await,
         Err(AdapterError::Decode(_))
@@ -263,11 +262,11 @@ async fn graphql_errors_are_api_errors() {
 #[tokio::test]
 async fn a_429_is_waited_out_and_retried_with_the_same_id() {
     let (fake, linear) = setup().await;
-    fake.push(Reply::status(429, Some(String::new())).header("retry-after", "1"));
+    fake.enqueue_any(LinearReply::too_many_requests(1));
     let started = std::time::Instant::now();
     let id = linear.thought(SESSION, "x").await.unwrap();
     assert!(started.elapsed() >= Duration::from_millis(950));
-    let sent = fake.requests();
+    let sent = fake.calls();
     assert_eq!(sent.len(), 2);
     assert_eq!(sent[0].body, sent[1].body);
     assert_eq!(sent[1].input()["id"], id.as_str());
@@ -278,25 +277,15 @@ async fn a_ratelimited_graphql_error_is_a_rate_limit() {
     let (fake, linear) = setup().await;
     // Linear answers rate limits as a GraphQL error with code RATELIMITED,
     // with the reset time in Unix milliseconds.
-    fake.push(
-        Reply::status(
-            400,
-            Some(
-                json!({"errors": [{"message": "Rate limit exceeded",
-                "extensions": {"code": "RATELIMITED"}}]})
-                .to_string(),
-            ),
-        )
-        .header("x-ratelimit-requests-reset", &(NOW_MS + 200).to_string()),
-    );
+    fake.enqueue_any(LinearReply::rate_limited(NOW_MS + 200));
     linear.thought(SESSION, "x").await.unwrap();
-    assert_eq!(fake.requests().len(), 2);
+    assert_eq!(fake.calls().len(), 2);
 }
 
 #[tokio::test]
 async fn a_rate_limit_past_the_deadline_fails_at_once() {
     let (fake, linear) = setup().await;
-    fake.push(Reply::status(429, None).header("retry-after", "120"));
+    fake.enqueue_any(LinearReply::too_many_requests(120));
     let started = std::time::Instant::now();
     let e = linear
         .with_timeout(Duration::from_secs(5))
@@ -307,25 +296,25 @@ async fn a_rate_limit_past_the_deadline_fails_at_once() {
         matches!(e, AdapterError::RateLimited { retry_after } if retry_after == Duration::from_secs(120))
     );
     assert!(started.elapsed() < Duration::from_secs(2));
-    assert_eq!(fake.requests().len(), 1);
+    assert_eq!(fake.calls().len(), 1);
 }
 
 #[tokio::test]
 async fn retries_are_bounded() {
     let fake = FakeLinear::start().await;
     let linear = common::builder()
-        .endpoint(&fake.url)
+        .endpoint(fake.endpoint())
         .max_retries(2)
         .build()
         .unwrap();
     for _ in 0..5 {
-        fake.push(Reply::status(429, None).header("retry-after", "0"));
+        fake.enqueue_any(LinearReply::too_many_requests(0));
     }
     assert!(matches!(
         linear.thought(SESSION, "x").await,
         Err(AdapterError::RateLimited { .. })
     ));
-    assert_eq!(fake.requests().len(), 3);
+    assert_eq!(fake.calls().len(), 3);
 }
 
 #[tokio::test]
@@ -334,13 +323,13 @@ async fn a_passed_deadline_sends_nothing() {
     let late = linear.with_deadline(tokio::time::Instant::now());
     let e = late.thought(SESSION, "x").await.unwrap_err();
     assert!(matches!(e, AdapterError::Transport(_)));
-    assert!(fake.requests().is_empty());
+    assert!(fake.calls().is_empty());
 }
 
 #[tokio::test]
 async fn a_slow_answer_times_out() {
     let (fake, linear) = setup().await;
-    fake.push(Reply::delayed(Duration::from_secs(5)));
+    fake.enqueue_any(LinearReply::success().after(Duration::from_secs(5)));
     let started = std::time::Instant::now();
     let e = linear
         .with_timeout(Duration::from_millis(300))
@@ -355,19 +344,19 @@ async fn a_slow_answer_times_out() {
 async fn the_authorization_header_forms() {
     let fake = FakeLinear::start().await;
     let with_key = common::builder()
-        .endpoint(&fake.url)
+        .endpoint(fake.endpoint())
         .api_key("lin_api_personal_key")
         .build()
         .unwrap();
     with_key.viewer_id().await.unwrap();
     let with_token = common::builder()
-        .endpoint(&fake.url)
+        .endpoint(fake.endpoint())
         .access_token("lin_oauth_access")
         .build()
         .unwrap();
     with_token.viewer_id().await.unwrap();
     let multi = common::builder()
-        .endpoint(&fake.url)
+        .endpoint(fake.endpoint())
         .organization_credential(
             "org-other",
             Credential::AccessToken("lin_oauth_other".into()),
@@ -388,7 +377,7 @@ async fn the_authorization_header_forms() {
         .await
         .unwrap();
     let auth: Vec<String> = fake
-        .requests()
+        .calls()
         .iter()
         .map(|r| r.authorization.clone().unwrap())
         .collect();
@@ -405,7 +394,7 @@ async fn the_authorization_header_forms() {
     let only_org = LinearAdapter::builder()
         .signing_secret("s")
         .organization_credential("org-a", Credential::ApiKey("k".into()))
-        .endpoint(&fake.url)
+        .endpoint(fake.endpoint())
         .build()
         .unwrap();
     assert!(matches!(
@@ -467,7 +456,7 @@ async fn the_first_thought_follows_a_new_session() {
     let (fake, linear) = setup().await;
     let event = created_event(&linear, "s-first");
     linear.after_ack(&event, &|| false).await;
-    let sent = fake.of("AgentActivityCreate");
+    let sent = fake.calls_of("AgentActivityCreate");
     assert_eq!(sent.len(), 1);
     let input = sent[0].input();
     assert_eq!(input["agentSessionId"], "s-first");
@@ -478,14 +467,14 @@ async fn the_first_thought_follows_a_new_session() {
     );
     // Once per session.
     linear.after_ack(&event, &|| false).await;
-    assert_eq!(fake.requests().len(), 1);
+    assert_eq!(fake.calls().len(), 1);
 }
 
 #[tokio::test]
 async fn the_first_thought_text_is_configurable() {
     let fake = FakeLinear::start().await;
     let linear = common::builder()
-        .endpoint(&fake.url)
+        .endpoint(fake.endpoint())
         .first_thought_text("On it — reading the issue")
         .build()
         .unwrap();
@@ -497,7 +486,7 @@ async fn the_first_thought_text_is_configurable() {
         .after_ack(&created_event(&linear, "s-text"), &|| false)
         .await;
     assert_eq!(
-        fake.requests()[0].input()["content"]["body"],
+        fake.calls()[0].input()["content"]["body"],
         "On it — reading the issue"
     );
 }
@@ -525,23 +514,23 @@ async fn no_first_thought_when_the_handler_posted_or_the_option_is_off() {
         panic!()
     };
     linear.after_ack(&comment, &|| false).await;
-    assert_eq!(fake.requests().len(), 1, "only the handler's own thought");
+    assert_eq!(fake.calls().len(), 1, "only the handler's own thought");
 
     let off = common::builder()
-        .endpoint(&fake.url)
+        .endpoint(fake.endpoint())
         .first_thought(false)
         .build()
         .unwrap();
     assert_eq!(off.first_thought_text(), None);
     off.after_ack(&created_event(&off, "s-off"), &|| false)
         .await;
-    assert_eq!(fake.requests().len(), 1);
+    assert_eq!(fake.calls().len(), 1);
 }
 
 #[tokio::test]
 async fn a_post_racing_the_first_thought_lands_after_it() {
     let (fake, linear) = setup().await;
-    fake.push(Reply::delayed(Duration::from_millis(300)));
+    fake.enqueue_any(LinearReply::success().after(Duration::from_millis(300)));
     let event = created_event(&linear, "s-race");
     let ack = {
         let linear = linear.clone();
@@ -549,13 +538,13 @@ async fn a_post_racing_the_first_thought_lands_after_it() {
         tokio::spawn(async move { linear.after_ack(&event, &|| false).await })
     };
     // Let the thought go out first, then answer while it is in flight.
-    fake.wait_for(1).await;
+    fake.wait_for_requests(1, Duration::from_secs(10)).await;
     linear
         .post(&event.thread, &OutboundMessage::text("Answer"))
         .await
         .unwrap();
     ack.await.unwrap();
-    let sent = fake.requests();
+    let sent = fake.calls();
     assert_eq!(sent.len(), 2);
     assert_eq!(sent[0].input()["content"]["type"], "thought");
     assert_eq!(sent[1].input()["content"]["type"], "response");
@@ -573,15 +562,15 @@ async fn posted_is_checked_again_once_the_session_is_claimed() {
         .after_ack(&created_event(&linear, "s-recheck"), &posted)
         .await;
     assert!(calls.load(Ordering::SeqCst));
-    assert!(fake.requests().is_empty());
+    assert!(fake.calls().is_empty());
 }
 
 #[tokio::test]
 async fn a_failed_first_thought_is_not_raised() {
     let (fake, linear) = setup().await;
-    fake.push(Reply::status(500, Some("oops".into())));
+    fake.enqueue_any(LinearReply::raw(StatusCode::INTERNAL_SERVER_ERROR, "oops"));
     linear
         .after_ack(&created_event(&linear, "s-fail"), &|| false)
         .await;
-    assert_eq!(fake.requests().len(), 1);
+    assert_eq!(fake.calls().len(), 1);
 }

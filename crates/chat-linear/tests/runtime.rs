@@ -11,7 +11,7 @@ use std::time::Duration;
 use chat_linear::LinearAdapter;
 use chat_runtime::{Bot, BoxError, CancelCause, Concurrency, Ctx, Dispatch, Event, RuntimeOptions};
 use chat_state_memory::MemoryState;
-use common::fake::FakeLinear;
+use chat_testkit::FakeLinear;
 use common::{ISSUE, USER, body, payloads, request};
 use serde_json::Value;
 
@@ -71,7 +71,7 @@ async fn agent(
     configure: impl FnOnce(chat_linear::LinearAdapterBuilder) -> chat_linear::LinearAdapterBuilder,
 ) -> Agent {
     let fake = FakeLinear::start().await;
-    let linear: LinearAdapter = configure(common::builder().endpoint(&fake.url))
+    let linear: LinearAdapter = configure(common::builder().endpoint(fake.endpoint()))
         .build()
         .unwrap();
     let log = Log::default();
@@ -118,7 +118,7 @@ impl Agent {
 
     fn activities(&self) -> Vec<(String, String)> {
         self.fake
-            .of("AgentActivityCreate")
+            .calls_of("AgentActivityCreate")
             .iter()
             .map(|r| {
                 let c = &r.input()["content"];
@@ -177,7 +177,7 @@ async fn a_prompt_is_answered_in_its_session() {
             "answer to check the retries".to_owned()
         )]
     );
-    let sent = a.fake.of("AgentActivityCreate");
+    let sent = a.fake.calls_of("AgentActivityCreate");
     assert_eq!(sent[0].input()["agentSessionId"], common::SESSION);
 }
 
@@ -215,7 +215,7 @@ async fn a_comment_mention_is_answered_in_its_thread() {
         payloads::comment_created("c-reply", Some("c-root"), USER, "@helper is this flaky?");
     assert_eq!(a.send(&reply, "d-5").await, 200);
     a.finish().await;
-    let sent = a.fake.of("CommentCreate");
+    let sent = a.fake.calls_of("CommentCreate");
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].input()["parentId"], "c-root");
     assert_eq!(sent[0].input()["issueId"], ISSUE);
@@ -228,7 +228,7 @@ async fn a_plain_comment_in_an_unsubscribed_thread_is_acknowledged_and_left() {
     let plain = payloads::comment_created("c-1", None, USER, "just a note");
     assert_eq!(a.send(&plain, "d-6").await, 200);
     a.finish().await;
-    assert!(a.fake.requests().is_empty());
+    assert!(a.fake.calls().is_empty());
     assert!(a.log.lock().unwrap().is_empty());
 }
 
@@ -267,7 +267,7 @@ async fn refused_deliveries_get_their_statuses() {
         "webhookTimestamp": common::NOW_MS, "organizationId": "o", "data": {"body": "no id"}});
     assert_eq!(a.send(&malformed, "d-12").await, 400);
     a.finish().await;
-    assert!(a.fake.requests().is_empty());
+    assert!(a.fake.calls().is_empty());
     assert!(a.log.lock().unwrap().is_empty());
 }
 
@@ -278,7 +278,7 @@ async fn a_slow_handler_still_shows_a_thought_within_ten_seconds() {
     created["agentSession"]["comment"]["body"] = "@helper slow please".into();
     let sent_at = tokio::time::Instant::now();
     assert_eq!(a.send(&created, "d-13").await, 200);
-    let first = a.fake.wait_for(1).await;
+    let first = a.fake.wait_for_requests(1, Duration::from_secs(10)).await;
     assert!(!first.is_empty(), "no activity at all");
     assert!(first[0].at - sent_at < Duration::from_secs(10));
     assert_eq!(first[0].input()["content"]["type"], "thought");

@@ -35,7 +35,7 @@ use chat_linear::thread::{comment_thread, session_thread};
 use chat_linear::{
     Activity, ExternalUrl, LinearAdapter, PlanStatus, PlanStep, SessionUpdate, Signal,
 };
-use common::fake::FakeLinear;
+use chat_testkit::FakeLinear;
 use common::{ISSUE, ORG, SESSION, USER, payloads};
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 use serde_json::{Value, json};
@@ -168,7 +168,7 @@ fn assert_uuid_v4(id: &str) {
 /// Drives every outbound call the adapter has, and returns what went out.
 async fn everything_the_client_sends() -> Vec<Value> {
     let fake = FakeLinear::start().await;
-    let linear: LinearAdapter = common::builder().endpoint(&fake.url).build().unwrap();
+    let linear: LinearAdapter = common::builder().endpoint(fake.endpoint()).build().unwrap();
     let session = session_thread(ORG, Some(ISSUE), SESSION);
     let comments = comment_thread(ORG, ISSUE, "c-root");
 
@@ -282,7 +282,7 @@ async fn everything_the_client_sends() -> Vec<Value> {
     };
     linear.after_ack(&created, &|| false).await;
 
-    fake.requests().into_iter().map(|r| r.body).collect()
+    fake.calls().into_iter().map(|r| r.body).collect()
 }
 
 #[tokio::test]

@@ -13,6 +13,9 @@
 //!   are serialized events and whose posts are recorded.
 //! * [`FakeSlack`]: Slack's Web API served in-process on `127.0.0.1`, recording
 //!   every call and answering from per-method scripts (`ok:false` errors, 429s).
+//! * [`FakeLinear`]: Linear's GraphQL API served in-process on `127.0.0.1`,
+//!   recording every request (operation, variables, `Authorization`) and
+//!   answering from per-operation scripts (GraphQL errors, rate limits, delays).
 //!
 //! ```
 //! use chat_core::{Concurrency, Decision};
@@ -33,11 +36,13 @@
 mod adapter;
 pub mod conformance;
 pub mod events;
+mod fake_linear;
 mod fake_slack;
 mod harness;
 
 pub use adapter::{SIGNATURE_HEADER, ScriptedAdapter};
 pub use events::{EventBuilder, user};
+pub use fake_linear::{FakeLinear, LinearCall, LinearReply, RATELIMIT_RESET_HEADER};
 pub use fake_slack::{FakeSlack, RetryAfter, SlackCall, SlackReply};
 pub use harness::{
     Clock, Harness, expect_handoff_run, expect_hold, expect_run, expect_wait, ids, ok,

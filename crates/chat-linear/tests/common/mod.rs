@@ -1,5 +1,6 @@
-//! Shared test support: a signed-delivery builder, payloads built from the
-//! fields of Linear's webhook payload types, and a fake Linear GraphQL API.
+//! Shared test support: a signed-delivery builder and payloads built from the
+//! fields of Linear's webhook payload types. The fake Linear GraphQL API is
+//! chat-testkit's `FakeLinear`.
 
 #![allow(
     dead_code,
@@ -9,7 +10,6 @@
     clippy::needless_pass_by_value
 )]
 
-pub mod fake;
 pub mod payloads;
 
 use std::time::{Duration, UNIX_EPOCH};

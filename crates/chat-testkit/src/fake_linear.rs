@@ -1,0 +1,575 @@
+//! [`FakeLinear`]: an in-process fake of Linear's GraphQL API, served over HTTP
+//! on `127.0.0.1`, that records every request and answers each operation as
+//! Linear does unless a scripted answer is queued.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::post;
+use bytes::Bytes;
+use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// The header in which Linear gives the end of a rate-limit window, in Unix
+/// milliseconds.
+pub const RATELIMIT_RESET_HEADER: &str = "x-ratelimit-requests-reset";
+
+/// One GraphQL request the fake received.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LinearCall {
+    /// The operation's name: `operationName`, else the name in the document
+    /// (`mutation AgentActivityCreate(…)`); empty for an anonymous one.
+    pub operation: String,
+    /// The GraphQL document (`query`), empty when there is none.
+    pub query: String,
+    /// The `variables`; `Value::Null` when there are none.
+    pub variables: Value,
+    /// The body parsed as JSON; `Value::Null` when it is not JSON.
+    pub body: Value,
+    /// The body as sent.
+    pub raw_body: Bytes,
+    /// The `Authorization` header (an API key, or `Bearer …`), if any.
+    pub authorization: Option<String>,
+    /// The `Content-Type` header, if any.
+    pub content_type: Option<String>,
+    /// When it arrived, on tokio's clock.
+    pub at: Instant,
+    /// The HTTP status the fake answered with.
+    pub status: StatusCode,
+    /// Whether the answer was a success: a 2xx with `data`, no `errors`, and
+    /// no mutation result with `"success": false`.
+    pub ok: bool,
+}
+
+impl LinearCall {
+    /// `variables.input`, or `Value::Null`.
+    pub fn input(&self) -> &Value {
+        &self.variables["input"]
+    }
+
+    /// For an `AgentActivityCreate`: the activity's `content.type`
+    /// (`thought`, `response`, …).
+    pub fn activity_type(&self) -> Option<&str> {
+        self.input()["content"]["type"].as_str()
+    }
+
+    /// For an `AgentActivityCreate`: the activity's `content.body`.
+    pub fn activity_body(&self) -> Option<&str> {
+        self.input()["content"]["body"].as_str()
+    }
+}
+
+/// One scripted answer of the fake: a status, headers, a body (or the
+/// operation's usual success answer) and an optional delay.
+#[derive(Debug, Clone)]
+pub struct LinearReply {
+    status: StatusCode,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    /// `None`: the operation's usual success answer.
+    body: Option<Bytes>,
+    delay: Duration,
+}
+
+impl LinearReply {
+    /// The operation's usual answer (what an empty script gives); with
+    /// [`after`](Self::after), a slow one.
+    pub fn success() -> Self {
+        Self {
+            status: StatusCode::OK,
+            headers: Vec::new(),
+            body: None,
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// 200 with `value` as the JSON body.
+    pub fn json(value: &Value) -> Self {
+        Self::raw(StatusCode::OK, value.to_string()).with_header(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/json; charset=utf-8"),
+        )
+    }
+
+    /// 400 with a GraphQL error of `code` (`INVALID_INPUT`, `FORBIDDEN`, …), as
+    /// Linear reports a failed operation.
+    pub fn error(code: &str, message: &str) -> Self {
+        let mut reply = Self::json(&json!({
+            "errors": [{ "message": message, "extensions": { "code": code } }],
+            "data": null,
+        }));
+        reply.status = StatusCode::BAD_REQUEST;
+        reply
+    }
+
+    /// Linear's rate limit: 400 with a `RATELIMITED` GraphQL error and the end
+    /// of the window in [`RATELIMIT_RESET_HEADER`] (Unix milliseconds).
+    pub fn rate_limited(reset_at_ms: u64) -> Self {
+        Self::error("RATELIMITED", "Rate limit exceeded").with_header(
+            HeaderName::from_static(RATELIMIT_RESET_HEADER),
+            HeaderValue::from(reset_at_ms),
+        )
+    }
+
+    /// 429 with `Retry-After: {seconds}` and an empty body, as a proxy in
+    /// front of the API answers.
+    pub fn too_many_requests(retry_after_secs: u64) -> Self {
+        Self::raw(StatusCode::TOO_MANY_REQUESTS, Bytes::new())
+            .with_header(RETRY_AFTER, HeaderValue::from(retry_after_secs))
+    }
+
+    /// Any status with any body and no headers (a proxy's HTML error page, a
+    /// 500, a malformed answer).
+    pub fn raw(status: StatusCode, body: impl Into<Bytes>) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body: Some(body.into()),
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// Adds a header; one with the same name is replaced.
+    #[must_use]
+    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.retain(|(n, _)| *n != name);
+        self.headers.push((name, value));
+        self
+    }
+
+    /// Answers only after `delay` (on tokio's clock); the request is recorded
+    /// on arrival.
+    #[must_use]
+    pub fn after(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
+    /// The status this reply answers with.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+}
+
+/// A fake Linear GraphQL API for tests: an HTTP server on `127.0.0.1` (a free
+/// port) in the current tokio runtime.
+///
+/// * Every `POST {endpoint}` is recorded as a [`LinearCall`] (operation name,
+///   document, variables, `Authorization` header, arrival time, the status
+///   answered).
+/// * A request answers from the script first: the oldest queued reply for its
+///   operation ([`enqueue`](Self::enqueue), [`fail`](Self::fail),
+///   [`rate_limit`](Self::rate_limit)) or for any operation
+///   ([`enqueue_any`](Self::enqueue_any)), whichever was queued first. Once
+///   nothing matches it answers as Linear does on success:
+///   `AgentActivityCreate` and `CommentCreate` with the client-supplied `id`
+///   (or a new one), `AgentSessionUpdate`, `CommentUpdate`, `CommentDelete`
+///   and `ReactionCreate` with `success: true`, `Viewer` with
+///   [`VIEWER_ID`](Self::VIEWER_ID); any other operation with a
+///   `GRAPHQL_VALIDATION_FAILED` error.
+///
+/// Point a Linear client at [`endpoint`](Self::endpoint) (for chat-linear:
+/// `LinearAdapter::builder().endpoint(fake.endpoint())`). Clones share the
+/// server and its record; the server stops when the last clone is dropped or
+/// its runtime shuts down.
+///
+/// ```
+/// use std::time::Duration;
+/// use chat_linear::LinearAdapter;
+/// use chat_testkit::FakeLinear;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let fake = FakeLinear::start().await;
+/// fake.fail("AgentActivityCreate", "INVALID_INPUT", 1);
+///
+/// let linear = LinearAdapter::builder()
+///     .signing_secret("lin_wh_secret")
+///     .access_token("lin_oauth_token")
+///     .endpoint(fake.endpoint())
+///     .build()?;
+/// assert!(linear.thought("session-1", "looking").await.is_err());
+/// linear.thought("session-1", "looking again").await?;
+///
+/// let sent = fake.wait_for_calls("AgentActivityCreate", 2, Duration::from_secs(5)).await;
+/// assert_eq!(sent.len(), 2);
+/// assert_eq!(sent[0].status, 400);
+/// assert!(sent[1].ok);
+/// assert_eq!(sent[1].activity_type(), Some("thought"));
+/// assert_eq!(sent[1].input()["agentSessionId"], "session-1");
+/// assert_eq!(sent[1].authorization.as_deref(), Some("Bearer lin_oauth_token"));
+/// # Ok::<_, Box<dyn std::error::Error>>(()) }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct FakeLinear {
+    shared: Arc<Shared>,
+    endpoint: String,
+    addr: SocketAddr,
+    _server: Arc<Server>,
+}
+
+impl fmt::Debug for FakeLinear {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FakeLinear")
+            .field("endpoint", &self.endpoint)
+            .field("calls", &self.shared.lock().calls.len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    record: Mutex<Record>,
+    recorded: Notify,
+}
+
+#[derive(Default)]
+struct Record {
+    calls: Vec<LinearCall>,
+    /// Scripted replies, each for one operation (`Some`) or any (`None`).
+    script: VecDeque<(Option<String>, LinearReply)>,
+    ids: u64,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Record> {
+        self.record.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Stops the server when the last [`FakeLinear`] clone goes.
+struct Server(JoinHandle<()>);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl FakeLinear {
+    /// The id `Viewer` answers: the authenticated (app) user.
+    pub const VIEWER_ID: &'static str = "a1b2c3d4-0000-4000-8000-00000000a99e";
+
+    /// Starts the server on `127.0.0.1` and a free port.
+    ///
+    /// # Panics
+    ///
+    /// When no local port can be bound (the test cannot run); see
+    /// [`try_start`](Self::try_start).
+    pub async fn start() -> Self {
+        match Self::try_start().await {
+            Ok(fake) => fake,
+            Err(e) => panic!("FakeLinear: cannot listen on 127.0.0.1: {e}"),
+        }
+    }
+
+    /// Starts the server on `127.0.0.1` and a free port, or says why it
+    /// could not.
+    pub async fn try_start() -> io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::default());
+        let app = Router::new()
+            .route("/graphql", post(answer))
+            .with_state(Arc::clone(&shared));
+        let server = tokio::spawn(async move {
+            // Serving only ends with an accept error axum cannot retry; the
+            // client then sees a transport error.
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Self {
+            shared,
+            endpoint: format!("http://{addr}/graphql"),
+            addr,
+            _server: Arc::new(Server(server)),
+        })
+    }
+
+    /// The GraphQL endpoint, `http://127.0.0.1:{port}/graphql`.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Appends `reply` to the script for `operation` (`AgentActivityCreate`):
+    /// the first request of it not answered by an earlier scripted reply gets
+    /// this one.
+    pub fn enqueue(&self, operation: &str, reply: LinearReply) {
+        self.shared
+            .lock()
+            .script
+            .push_back((Some(operation.to_owned()), reply));
+    }
+
+    /// Appends `reply` to the script for the next request of any operation.
+    pub fn enqueue_any(&self, reply: LinearReply) {
+        self.shared.lock().script.push_back((None, reply));
+    }
+
+    /// The next `times` requests of `operation` answer 400 with a GraphQL
+    /// error of `code`; later ones succeed.
+    pub fn fail(&self, operation: &str, code: &str, times: usize) {
+        for _ in 0..times {
+            self.enqueue(operation, LinearReply::error(code, "scripted failure"));
+        }
+    }
+
+    /// The next `times` requests of `operation` answer 429 with
+    /// `Retry-After: {retry_after_secs}`; later ones succeed.
+    pub fn rate_limit(&self, operation: &str, retry_after_secs: u64, times: usize) {
+        for _ in 0..times {
+            self.enqueue(operation, LinearReply::too_many_requests(retry_after_secs));
+        }
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn calls(&self) -> Vec<LinearCall> {
+        self.shared.lock().calls.clone()
+    }
+
+    /// The requests of one operation so far, in arrival order.
+    pub fn calls_of(&self, operation: &str) -> Vec<LinearCall> {
+        self.shared
+            .lock()
+            .calls
+            .iter()
+            .filter(|c| c.operation == operation)
+            .cloned()
+            .collect()
+    }
+
+    /// The successful `AgentActivityCreate` requests so far: the activities
+    /// really created, in arrival order.
+    pub fn activities(&self) -> Vec<LinearCall> {
+        self.calls_of("AgentActivityCreate")
+            .into_iter()
+            .filter(|c| c.ok)
+            .collect()
+    }
+
+    /// Waits until `operation` has been requested at least `count` times, or
+    /// `timeout` (on tokio's clock) passed; returns its requests either way,
+    /// so assert on their number.
+    pub async fn wait_for_calls(
+        &self,
+        operation: &str,
+        count: usize,
+        timeout: Duration,
+    ) -> Vec<LinearCall> {
+        self.wait_until(timeout, || {
+            let calls = self.calls_of(operation);
+            (calls.len() >= count).then_some(calls)
+        })
+        .await
+        .unwrap_or_else(|| self.calls_of(operation))
+    }
+
+    /// Waits until at least `count` requests of any operation arrived, or
+    /// `timeout` (on tokio's clock) passed; returns every request either way.
+    pub async fn wait_for_requests(&self, count: usize, timeout: Duration) -> Vec<LinearCall> {
+        self.wait_until(timeout, || {
+            let calls = self.calls();
+            (calls.len() >= count).then_some(calls)
+        })
+        .await
+        .unwrap_or_else(|| self.calls())
+    }
+
+    async fn wait_until<T>(&self, timeout: Duration, check: impl Fn() -> Option<T>) -> Option<T> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut recorded = pin!(self.shared.recorded.notified());
+            // Registered before the check, so a request recorded in between
+            // wakes us.
+            recorded.as_mut().enable();
+            if let Some(found) = check() {
+                return Some(found);
+            }
+            if tokio::time::timeout_at(deadline, recorded).await.is_err() {
+                return None;
+            }
+        }
+    }
+}
+
+async fn answer(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    raw_body: Bytes,
+) -> Response {
+    let at = Instant::now();
+    let body: Value = serde_json::from_slice(&raw_body).unwrap_or(Value::Null);
+    let header = |name: HeaderName| {
+        headers
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    };
+    let query = body
+        .get("query")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let operation = body
+        .get("operationName")
+        .and_then(Value::as_str)
+        .map_or_else(|| operation_in(&query).to_owned(), str::to_owned);
+    let variables = body.get("variables").cloned().unwrap_or(Value::Null);
+    let (status, reply_headers, reply_body, delay) = {
+        let mut record = shared.lock();
+        let index = record
+            .script
+            .iter()
+            .position(|(op, _)| op.as_deref().is_none_or(|o| o == operation));
+        let reply = index
+            .and_then(|i| record.script.remove(i))
+            .map_or_else(LinearReply::success, |(_, reply)| reply);
+        let (status, reply_body) = match reply.body {
+            Some(b) => (reply.status, b),
+            None => {
+                let (status, value) = success(&mut record, &operation, &variables);
+                (status, Bytes::from(value.to_string()))
+            }
+        };
+        let ok = status.is_success()
+            && serde_json::from_slice::<Value>(&reply_body).is_ok_and(|v| succeeded(&v));
+        record.calls.push(LinearCall {
+            operation,
+            query,
+            variables,
+            body,
+            raw_body,
+            authorization: header(AUTHORIZATION),
+            content_type: header(CONTENT_TYPE),
+            at,
+            status,
+            ok,
+        });
+        let mut reply_headers = reply.headers;
+        if !reply_headers.iter().any(|(n, _)| *n == CONTENT_TYPE) && !reply_body.is_empty() {
+            reply_headers.push((
+                CONTENT_TYPE,
+                HeaderValue::from_static("application/json; charset=utf-8"),
+            ));
+        }
+        (status, reply_headers, reply_body, reply.delay)
+    };
+    shared.recorded.notify_waiters();
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    let mut response = Response::new(Body::from(reply_body));
+    *response.status_mut() = status;
+    for (name, value) in reply_headers {
+        response.headers_mut().insert(name, value);
+    }
+    response
+}
+
+/// The operation named in a GraphQL document: `mutation Name(` or
+/// `query Name {`; empty when anonymous.
+fn operation_in(query: &str) -> &str {
+    let rest = query.trim_start();
+    let Some(rest) = ["mutation", "query", "subscription"]
+        .iter()
+        .find_map(|kw| rest.strip_prefix(kw))
+    else {
+        return "";
+    };
+    let rest = rest.trim_start();
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// Whether a GraphQL answer is a success: `data` present, no `errors`, and no
+/// field of `data` with `"success": false`.
+fn succeeded(answer: &Value) -> bool {
+    let no_errors = answer
+        .get("errors")
+        .is_none_or(|e| e.is_null() || e.as_array().is_some_and(Vec::is_empty));
+    let Some(data) = answer.get("data").and_then(Value::as_object) else {
+        return false;
+    };
+    no_errors
+        && data
+            .values()
+            .all(|v| v.get("success").and_then(Value::as_bool) != Some(false))
+}
+
+/// What Linear answers when `operation` succeeds, with its status.
+fn success(record: &mut Record, operation: &str, variables: &Value) -> (StatusCode, Value) {
+    let input = &variables["input"];
+    let mut id = || match input.get("id").and_then(Value::as_str) {
+        Some(id) => id.to_owned(),
+        None => {
+            record.ids += 1;
+            format!("00000000-0000-4000-8000-{:012}", record.ids)
+        }
+    };
+    let data = match operation {
+        "AgentActivityCreate" => json!({ "agentActivityCreate": {
+            "success": true, "agentActivity": { "id": id() } } }),
+        "CommentCreate" => json!({ "commentCreate": {
+            "success": true, "comment": { "id": id() } } }),
+        "CommentUpdate" => json!({ "commentUpdate": { "success": true } }),
+        "CommentDelete" => json!({ "commentDelete": { "success": true } }),
+        "ReactionCreate" => json!({ "reactionCreate": { "success": true } }),
+        "AgentSessionUpdate" => json!({ "agentSessionUpdate": { "success": true } }),
+        "Viewer" => json!({ "viewer": { "id": FakeLinear::VIEWER_ID } }),
+        _ => {
+            return (
+                StatusCode::BAD_REQUEST,
+                json!({ "errors": [{
+                    "message": format!("Unknown operation `{operation}`"),
+                    "extensions": { "code": "GRAPHQL_VALIDATION_FAILED" },
+                }] }),
+            );
+        }
+    };
+    (StatusCode::OK, json!({ "data": data }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_operations_in_documents() {
+        assert_eq!(
+            operation_in("mutation AgentActivityCreate($input: X!) { a }"),
+            "AgentActivityCreate"
+        );
+        assert_eq!(operation_in("query Viewer {\n viewer { id } }"), "Viewer");
+        assert_eq!(operation_in("{ viewer { id } }"), "");
+        assert_eq!(operation_in("query { viewer { id } }"), "");
+    }
+
+    #[test]
+    fn judges_answers() {
+        assert!(succeeded(&json!({"data": {"x": {"success": true}}})));
+        assert!(succeeded(&json!({"data": {"viewer": {"id": "u"}}})));
+        assert!(!succeeded(&json!({"data": {"x": {"success": false}}})));
+        assert!(!succeeded(&json!({"data": null, "errors": [{}]})));
+        assert!(!succeeded(&json!({"errors": [{}]})));
+        assert!(!succeeded(
+            &json!({"data": {}, "errors": [{"message": "no"}]})
+        ));
+    }
+}

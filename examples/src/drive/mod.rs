@@ -1,0 +1,161 @@
+//! Driving echo-bot from outside, as Slack and Linear do: the built binary as
+//! a child process on a free port ([`EchoBot`]), signed webhook deliveries
+//! ([`Delivery`]), the payloads Slack and Linear send ([`slack`], [`linear`]),
+//! and the outcome ledger echo-bot writes ([`ledger`]).
+//!
+//! `cargo xtask demo` and the tests that run the echo-bot binary are built on
+//! these pieces.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use chat_testkit::FakeSlack;
+//! use examples::drive::{Delivery, EchoBotCommand, slack};
+//!
+//! # async fn f() -> Result<(), chat_runtime::BoxError> {
+//! let fake = FakeSlack::start().await;
+//! let mut bot = EchoBotCommand::new("target/debug/echo-bot")
+//!     .slack(fake.base_url())
+//!     .spawn()
+//!     .await?;
+//! let mention = slack::app_mention("Ev01", "1700000000.000100", None, "hello");
+//! assert_eq!(bot.deliver(&Delivery::slack_event(&mention)).await?.status, 200);
+//! let posts = fake.wait_for_calls("chat.postMessage", 1, Duration::from_secs(10)).await;
+//! assert_eq!(posts[0].body["text"], "echo: hello");
+//! bot.terminate(Duration::from_secs(5)).await?;
+//! # Ok(()) }
+//! ```
+
+pub mod ledger;
+pub mod linear;
+mod process;
+pub mod slack;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+pub use process::{Answer, EchoBot, EchoBotCommand, Stopped};
+
+/// The Slack signing secret echo-bot is given by [`EchoBotCommand::slack`].
+pub const SLACK_SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+/// The Slack bot token echo-bot is given by [`EchoBotCommand::slack`].
+pub const SLACK_BOT_TOKEN: &str = "xoxb-echo-bot-demo";
+/// The Linear webhook secret echo-bot is given by [`EchoBotCommand::linear`].
+pub const LINEAR_WEBHOOK_SECRET: &str = "lin_wh_echo_bot_demo";
+/// The Linear OAuth token echo-bot is given by [`EchoBotCommand::linear`].
+pub const LINEAR_ACCESS_TOKEN: &str = "lin_oauth_echo_bot_demo";
+
+/// One HTTP delivery to echo-bot: a path, headers and the exact body bytes
+/// they were signed over.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// `/webhooks/slack`, `/webhooks/linear`.
+    pub path: String,
+    /// The headers, signature included.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl Delivery {
+    /// A POST of `body` to `path` with `content_type` and no signature.
+    pub fn unsigned(path: &str, content_type: &str, body: Vec<u8>) -> Self {
+        Self {
+            path: path.to_owned(),
+            headers: vec![("content-type".to_owned(), content_type.to_owned())],
+            body,
+        }
+    }
+
+    /// Adds a header.
+    #[must_use]
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// A Slack delivery signed with `secret` at `timestamp` (Unix seconds),
+    /// per Slack's rules: `v0=` HMAC-SHA256 over `v0:{timestamp}:{body}`.
+    pub fn slack_signed(secret: &str, timestamp: u64, content_type: &str, body: Vec<u8>) -> Self {
+        let ts = timestamp.to_string();
+        let signature = chat_slack::signature::sign(secret, &ts, &body);
+        Self::unsigned("/webhooks/slack", content_type, body)
+            .header(chat_slack::signature::TIMESTAMP_HEADER, &ts)
+            .header(chat_slack::signature::SIGNATURE_HEADER, &signature)
+    }
+
+    /// An Events API delivery (JSON), signed now with [`SLACK_SIGNING_SECRET`].
+    pub fn slack_event(body: &Value) -> Self {
+        Self::slack_signed(
+            SLACK_SIGNING_SECRET,
+            now_secs(),
+            "application/json",
+            body.to_string().into_bytes(),
+        )
+    }
+
+    /// Slack's retry of an Events API delivery: the same body with
+    /// `X-Slack-Retry-Num` and `X-Slack-Retry-Reason`, signed now.
+    pub fn slack_retry(body: &Value, attempt: u32, reason: &str) -> Self {
+        Self::slack_event(body)
+            .header("x-slack-retry-num", &attempt.to_string())
+            .header("x-slack-retry-reason", reason)
+    }
+
+    /// A slash command (form body, see [`slack::slash_command`]), signed now
+    /// with [`SLACK_SIGNING_SECRET`].
+    pub fn slack_command(form: &str) -> Self {
+        Self::slack_signed(
+            SLACK_SIGNING_SECRET,
+            now_secs(),
+            "application/x-www-form-urlencoded",
+            form.as_bytes().to_vec(),
+        )
+    }
+
+    /// A Linear webhook signed with `secret`: `Linear-Signature` is the hex
+    /// HMAC-SHA256 of the body; `delivery` goes in `Linear-Delivery`.
+    pub fn linear_signed(secret: &str, body: &Value, delivery: &str) -> Self {
+        let bytes = body.to_string().into_bytes();
+        let signature = chat_linear::signature::sign(secret, &bytes);
+        let event = body.get("type").and_then(Value::as_str).unwrap_or_default();
+        Self::unsigned("/webhooks/linear", "application/json; charset=utf-8", bytes)
+            .header("user-agent", "Linear-Webhook")
+            .header(chat_linear::signature::SIGNATURE_HEADER, &signature)
+            .header(chat_linear::signature::DELIVERY_HEADER, delivery)
+            .header(chat_linear::signature::EVENT_HEADER, event)
+    }
+
+    /// A Linear webhook signed with [`LINEAR_WEBHOOK_SECRET`].
+    pub fn linear(body: &Value, delivery: &str) -> Self {
+        Self::linear_signed(LINEAR_WEBHOOK_SECRET, body, delivery)
+    }
+}
+
+/// Now, in Unix seconds.
+pub fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Now, in Unix milliseconds.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Polls `check` every 20 ms until it answers `Some`, or `timeout` passed.
+pub async fn poll<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(found) = check() {
+            return Some(found);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,92 @@
+//! The scripted conversation of `cargo xtask demo`, under every strategy, and
+//! the demo binary as the xtask runs it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use examples::config::ConcurrencyArg;
+use examples::demo::{self, Options};
+
+/// The demo with a slower handler and a longer window than by default, so
+/// that the overlaps it shows still overlap on a loaded CI machine.
+async fn conversation(strategy: ConcurrencyArg) {
+    let options = Options {
+        strategy,
+        delay: Duration::from_millis(800),
+        window: Duration::from_millis(600),
+        patience: Duration::from_secs(30),
+        ..Options::new(env!("CARGO_BIN_EXE_echo-bot"))
+    };
+    let mut out = Vec::new();
+    let report = demo::run(&options, &mut out).await;
+    let shown = String::from_utf8_lossy(&out);
+    let report = report.unwrap_or_else(|e| panic!("{e}\n{shown}"));
+    assert!(report.succeeded(), "{:?}\n{shown}", report.failures);
+    assert!(shown.contains("demo ok"), "{shown}");
+}
+
+#[tokio::test]
+async fn the_demo_conversation_succeeds_under_queue() {
+    conversation(ConcurrencyArg::Queue).await;
+}
+
+#[tokio::test]
+async fn the_demo_conversation_succeeds_under_drop() {
+    conversation(ConcurrencyArg::Drop).await;
+}
+
+#[tokio::test]
+async fn the_demo_conversation_succeeds_under_debounce() {
+    conversation(ConcurrencyArg::Debounce).await;
+}
+
+#[tokio::test]
+async fn the_demo_conversation_succeeds_under_burst() {
+    conversation(ConcurrencyArg::Burst).await;
+}
+
+#[tokio::test]
+async fn the_demo_conversation_succeeds_under_burst_each() {
+    conversation(ConcurrencyArg::BurstEach).await;
+}
+
+#[tokio::test]
+async fn the_demo_conversation_succeeds_under_concurrent() {
+    conversation(ConcurrencyArg::Concurrent).await;
+}
+
+/// The binary finds echo-bot next to itself, prints the timeline, and exits 0.
+#[test]
+fn the_demo_binary_exits_0_and_prints_the_timeline() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_demo"))
+        .args(["--delay-ms", "800"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    for shown in [
+        "strategy queue",
+        "app_mention",
+        "message-duplicate",
+        "\"echo: two | three | four\"",
+        "/echo",
+        "thought (ephemeral)",
+        "GET /stats",
+        "demo ok",
+    ] {
+        assert!(stdout.contains(shown), "no {shown:?} in:\n{stdout}");
+    }
+}
+
+#[test]
+fn the_demo_binary_refuses_an_unknown_strategy() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_demo"))
+        .args(["--strategy", "fastest"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("burst-each"), "{stderr}");
+}

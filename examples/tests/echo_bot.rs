@@ -1,0 +1,377 @@
+//! The built echo-bot binary, driven over HTTP as Slack and Linear drive it:
+//! signed webhooks in, calls to a `FakeSlack` at `SLACK_API_URL` and a
+//! `FakeLinear` at `LINEAR_API_URL` out, `GET /stats`, and SIGTERM. Each test
+//! starts its own echo-bot on a free port with in-memory state.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chat_testkit::{FakeLinear, FakeSlack};
+use examples::drive::{self, Delivery, EchoBot, EchoBotCommand, ledger, linear, slack};
+use serde_json::{Value, json};
+
+/// How long any one wait may take: generous, for a loaded CI machine.
+const PATIENCE: Duration = Duration::from_secs(20);
+/// The thread's root message.
+const ROOT_TS: &str = "1700000000.000100";
+/// A reply in that thread.
+const REPLY_TS: &str = "1700000050.000200";
+const SESSION: &str = "d3f1a2b4-6c8e-4f0a-9b1c-2e3d4f5a6b7c";
+
+/// echo-bot with its log in this test's own file, and `env` set.
+fn echo_bot(test: &str) -> EchoBotCommand {
+    EchoBotCommand::new(env!("CARGO_BIN_EXE_echo-bot")).log_to(scratch(test, "log"))
+}
+
+fn scratch(test: &str, ext: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("echo-bot-{test}.{ext}"))
+}
+
+/// Stops echo-bot with SIGTERM and checks it exits 0.
+async fn stop(mut bot: EchoBot) {
+    let stopped = bot.terminate(PATIENCE).await.unwrap();
+    assert!(
+        stopped.status.success(),
+        "exited with {}{}",
+        stopped.status,
+        bot.log_tail(20)
+    );
+}
+
+/// Waits until `GET /stats` shows exactly `expected` outcome counts and no
+/// work in flight; returns the stats.
+async fn wait_for_stats(bot: &EchoBot, expected: &Value) -> Value {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let stats = bot.stats().await.unwrap();
+        if &stats["outcomes"] == expected && stats["in_flight"] == 0 {
+            return stats;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "stats never became {expected}: {stats}{}",
+            bot.log_tail(20)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_signed_app_mention_gets_200_and_exactly_one_post_in_its_thread() {
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("app-mention")
+        .slack(fake.base_url())
+        .spawn()
+        .await
+        .unwrap();
+
+    let body = slack::app_mention(
+        "Ev01",
+        REPLY_TS,
+        Some(ROOT_TS),
+        &slack::mentioning("is the deploy done?"),
+    );
+    let answer = bot.deliver(&Delivery::slack_event(&body)).await.unwrap();
+    assert_eq!(answer.status, 200);
+    assert!(answer.body.is_empty(), "an event is acknowledged empty");
+
+    let posts = fake.wait_for_calls("chat.postMessage", 1, PATIENCE).await;
+    assert_eq!(posts.len(), 1, "{}", bot.log_tail(20));
+    // The handler has returned: whatever it was going to post, it has.
+    bot.wait_for_outcomes("handler-ran", 1, PATIENCE)
+        .await
+        .unwrap();
+    let posts = fake.calls_of("chat.postMessage");
+    assert_eq!(posts.len(), 1, "exactly one post: {posts:?}");
+    let post = &posts[0];
+    assert!(post.ok);
+    assert_eq!(post.body["channel"], slack::CHANNEL);
+    assert_eq!(post.body["thread_ts"], ROOT_TS);
+    assert_eq!(post.body["text"], "echo: is the deploy done?");
+    assert_eq!(
+        post.authorization.as_deref(),
+        Some(format!("Bearer {}", drive::SLACK_BOT_TOKEN).as_str())
+    );
+    stop(bot).await;
+}
+
+#[tokio::test]
+async fn a_url_verification_gets_its_challenge() {
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("url-verification")
+        .slack(fake.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    let challenge = "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P";
+    let body = slack::url_verification(challenge);
+    let answer = bot.deliver(&Delivery::slack_event(&body)).await.unwrap();
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.body, challenge);
+
+    // Only when signed with the app's secret.
+    let forged = Delivery::slack_signed(
+        "not-the-signing-secret",
+        drive::now_secs(),
+        "application/json",
+        body.to_string().into_bytes(),
+    );
+    let answer = bot.deliver(&forged).await.unwrap();
+    assert_eq!(answer.status, 401);
+    assert!(!answer.body.contains(challenge));
+    assert!(fake.calls().is_empty());
+    stop(bot).await;
+}
+
+#[tokio::test]
+async fn a_linear_agent_session_gets_a_thought_then_a_response_activity() {
+    let fake = FakeLinear::start().await;
+    // A slow handler: the adapter's first thought goes out before the answer.
+    let bot = echo_bot("linear-session")
+        .linear(fake.endpoint())
+        .env("ECHO_DELAY_MS", "500")
+        .spawn()
+        .await
+        .unwrap();
+    let comment = "@echo-bot why is the checkout test flaky?";
+    let body = linear::session_created(SESSION, comment);
+    let delivery = "4f1c2d3e-0000-4000-8000-000000000001";
+    let answer = bot
+        .deliver(&Delivery::linear(&body, delivery))
+        .await
+        .unwrap();
+    assert_eq!(answer.status, 200, "{}", answer.body);
+
+    let sent = fake
+        .wait_for_calls("AgentActivityCreate", 2, PATIENCE)
+        .await;
+    assert_eq!(sent.len(), 2, "{sent:?}{}", bot.log_tail(20));
+    assert_eq!(sent[0].activity_type(), Some("thought"));
+    assert_eq!(sent[0].input()["ephemeral"], true);
+    assert_eq!(sent[1].activity_type(), Some("response"));
+    assert_eq!(
+        sent[1].activity_body(),
+        Some(format!("echo: {comment}").as_str())
+    );
+    assert!(sent[0].at < sent[1].at);
+    for activity in &sent {
+        assert!(activity.ok);
+        assert_eq!(activity.input()["agentSessionId"], SESSION);
+        assert_eq!(
+            activity.authorization.as_deref(),
+            Some(format!("Bearer {}", drive::LINEAR_ACCESS_TOKEN).as_str())
+        );
+    }
+    bot.wait_for_outcomes("handler-ran", 1, PATIENCE)
+        .await
+        .unwrap();
+    assert_eq!(fake.calls().len(), 2, "nothing else: {:?}", fake.calls());
+
+    // Linear's retry of the same delivery runs nothing more.
+    let answer = bot
+        .deliver(&Delivery::linear(&body, delivery))
+        .await
+        .unwrap();
+    assert_eq!(answer.status, 200);
+    wait_for_stats(&bot, &json!({"handler-ran": 1, "message-duplicate": 1})).await;
+    assert_eq!(fake.calls().len(), 2);
+    stop(bot).await;
+}
+
+#[tokio::test]
+async fn stats_count_every_outcome() {
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("stats")
+        .slack(fake.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    let before = bot.stats().await.unwrap();
+    assert_eq!(
+        before,
+        json!({"outcomes": {}, "handler_runs": 0, "in_flight": 0})
+    );
+
+    let text = slack::mentioning("count me");
+    let mention = slack::app_mention("Ev01", REPLY_TS, Some(ROOT_TS), &text);
+    let twin = slack::message("Ev02", REPLY_TS, Some(ROOT_TS), &text);
+    for delivery in [
+        Delivery::slack_event(&mention),
+        Delivery::slack_retry(&mention, 1, "http_timeout"),
+        Delivery::slack_event(&twin),
+    ] {
+        assert_eq!(bot.deliver(&delivery).await.unwrap().status, 200);
+    }
+    let stats = wait_for_stats(&bot, &json!({"handler-ran": 1, "message-duplicate": 2})).await;
+    assert_eq!(stats["handler_runs"], 1);
+    assert_eq!(fake.posts().len(), 1);
+    stop(bot).await;
+}
+
+#[tokio::test]
+async fn an_adapter_without_its_secret_answers_404() {
+    let slack_api = FakeSlack::start().await;
+    let linear_api = FakeLinear::start().await;
+    let session = linear::session_created(SESSION, "@echo-bot hello");
+    let mention = slack::app_mention("Ev01", ROOT_TS, None, &slack::mentioning("hello"));
+
+    // Slack only: the Linear route is not mounted.
+    let slack_only = echo_bot("slack-only")
+        .slack(slack_api.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    let answer = slack_only
+        .deliver(&Delivery::linear(&session, "d-1"))
+        .await
+        .unwrap();
+    assert_eq!(answer.status, 404);
+    assert_eq!(slack_only.get("/healthz").await.unwrap().status, 200);
+
+    // Linear only: the Slack route is not mounted.
+    let linear_only = echo_bot("linear-only")
+        .linear(linear_api.endpoint())
+        .spawn()
+        .await
+        .unwrap();
+    let answer = linear_only
+        .deliver(&Delivery::slack_event(&mention))
+        .await
+        .unwrap();
+    assert_eq!(answer.status, 404);
+
+    // Each mounted route still answers.
+    let answer = slack_only
+        .deliver(&Delivery::slack_event(&mention))
+        .await
+        .unwrap();
+    assert_eq!(answer.status, 200);
+    let answer = linear_only
+        .deliver(&Delivery::linear(&session, "d-2"))
+        .await
+        .unwrap();
+    assert_eq!(answer.status, 200);
+    slack_only
+        .wait_for_outcomes("handler-ran", 1, PATIENCE)
+        .await
+        .unwrap();
+    linear_only
+        .wait_for_outcomes("handler-ran", 1, PATIENCE)
+        .await
+        .unwrap();
+    assert_eq!(slack_api.posts().len(), 1);
+    assert!(!linear_api.activities().is_empty());
+    stop(slack_only).await;
+    stop(linear_only).await;
+}
+
+#[tokio::test]
+async fn sigterm_during_a_slow_handler_exits_cleanly_within_the_deadline() {
+    let fake = FakeSlack::start().await;
+    let deadline = Duration::from_millis(500);
+    let margin = Duration::from_secs(2);
+    let ledger_path = scratch("sigterm", "jsonl");
+    let _ = std::fs::remove_file(&ledger_path);
+    let mut bot = echo_bot("sigterm")
+        .slack(fake.base_url())
+        .env("ECHO_DELAY_MS", "60000")
+        .env("SHUTDOWN_DEADLINE_MS", deadline.as_millis().to_string())
+        .env("ECHO_LEDGER", ledger_path.display().to_string())
+        .spawn()
+        .await
+        .unwrap();
+    let body = slack::app_mention("Ev01", ROOT_TS, None, &slack::mentioning("take your time"));
+    assert_eq!(
+        bot.deliver(&Delivery::slack_event(&body))
+            .await
+            .unwrap()
+            .status,
+        200
+    );
+    // The handler is running (deferred: it was admitted before the 200).
+    assert_eq!(bot.stats().await.unwrap()["in_flight"], 1);
+
+    let stopped = bot.terminate(deadline + margin).await.unwrap();
+    assert!(
+        stopped.status.success(),
+        "exited with {}{}",
+        stopped.status,
+        bot.log_tail(20)
+    );
+    assert!(
+        stopped.after < deadline + margin,
+        "took {:?}",
+        stopped.after
+    );
+    assert!(
+        fake.posts().is_empty(),
+        "the cancelled handler posted nothing"
+    );
+    let lines = ledger::read(&ledger_path);
+    let outcomes: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| (l.event_id.as_str(), l.outcome.as_str()))
+        .collect();
+    assert_eq!(outcomes, [("Ev01", "message-cancelled")]);
+}
+
+#[tokio::test]
+async fn a_burst_during_a_slow_handler_is_echoed_in_join_order_under_the_queue_strategy() {
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("queue-burst")
+        .slack(fake.base_url())
+        .env("CHAT_CONCURRENCY", "queue")
+        .env("ECHO_DELAY_MS", "1000")
+        .spawn()
+        .await
+        .unwrap();
+    // A mention subscribes the thread.
+    let start = slack::app_mention("Ev01", ROOT_TS, None, &slack::mentioning("start"));
+    assert_eq!(
+        bot.deliver(&Delivery::slack_event(&start))
+            .await
+            .unwrap()
+            .status,
+        200
+    );
+    assert_eq!(
+        fake.wait_for_calls("chat.postMessage", 1, PATIENCE)
+            .await
+            .len(),
+        1
+    );
+    bot.wait_for_outcomes("handler-ran", 1, PATIENCE)
+        .await
+        .unwrap();
+
+    // A message in the thread starts a slow turn; three more arrive during it.
+    let messages = [
+        ("Ev02", "1700000001.000100", "one"),
+        ("Ev03", "1700000002.000100", "a"),
+        ("Ev04", "1700000003.000100", "b"),
+        ("Ev05", "1700000004.000100", "c"),
+    ];
+    for (id, ts, text) in messages {
+        let body = slack::message(id, ts, Some(ROOT_TS), text);
+        let answer = bot.deliver(&Delivery::slack_event(&body)).await.unwrap();
+        assert_eq!(answer.status, 200);
+    }
+    assert_eq!(
+        fake.calls_of("chat.postMessage").len(),
+        1,
+        "the slow turn was still running when the burst arrived"
+    );
+
+    let posts = fake.wait_for_calls("chat.postMessage", 3, PATIENCE).await;
+    let texts: Vec<&str> = posts
+        .iter()
+        .map(|p| p.body["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["echo: start", "echo: one", "echo: a | b | c"]);
+    assert!(posts.iter().all(|p| p.body["thread_ts"] == ROOT_TS));
+    wait_for_stats(&bot, &json!({"handler-ran": 3, "message-superseded": 2})).await;
+    assert_eq!(fake.posts().len(), 3);
+    stop(bot).await;
+}
