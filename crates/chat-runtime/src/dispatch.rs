@@ -1,4 +1,4 @@
-//! The ack path: verify, parse, admission, one `admit`, respond — and, under sync
+//! The ack path: verify, parse, resolve, admission, one `admit`, respond — and, under sync
 //! dispatch, the handler before the response.
 
 use std::sync::Arc;
@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use bytes::Bytes;
 use chat_core::{
     AdmitRequest, CancelOutcome, CancelRequest, Concurrency, Decision, Event, EventKind, Gate,
-    Inbound, PlatformAdapter, ScopeKey, Verdict,
+    Inbound, PlatformAdapter, Resolution, ScopeKey, Verdict,
 };
 use http::request::Parts;
 use tokio::time::Instant;
@@ -77,7 +77,21 @@ async fn deliver(
             });
             return adapter.respond(None, &Verdict::Ignored);
         }
-        Ok(Inbound::Event(event)) => Arc::new(*event),
+        Ok(Inbound::Event(mut event)) => match adapter.resolve(&mut event).await {
+            Ok(Resolution::Ignored { reason }) => {
+                tracing::debug!(name: "message-ignored", adapter = adapter.name(), reason);
+                inner.recorder.event(&event, Outcome::Ignored, reason);
+                return adapter.respond(Some(&event), &Verdict::Ignored);
+            }
+            Ok(_) => Arc::new(*event),
+            Err(e) => {
+                tracing::warn!(adapter = adapter.name(), event_id = %event.id, error = %e, "resolving the event failed; the platform will retry");
+                inner
+                    .recorder
+                    .event(&event, Outcome::Rejected, "resolve-failed");
+                return adapter.respond(Some(&event), &Verdict::Failed);
+            }
+        },
         Ok(_) => return adapter.respond(None, &Verdict::Ignored),
     };
     let verdict = match inner.handlers.plan(&event) {

@@ -93,6 +93,10 @@ impl Holder {
     /// Holds `lease`: runs `first`, then whatever `finish` hands over, until the
     /// scope is released. The permit is dropped when the loop ends.
     pub(crate) fn spawn_holder(&self, lease: Lease, first: Option<Work>, permit: Option<Permit>) {
+        self.spawn_holder_with(lease, first.into_iter().collect(), permit);
+    }
+
+    fn spawn_holder_with(&self, lease: Lease, first: Vec<Work>, permit: Option<Permit>) {
         let this = self.clone();
         self.inner.hold(&lease);
         self.inner.tracker.spawn(async move {
@@ -102,14 +106,30 @@ impl Holder {
         });
     }
 
-    /// Sync dispatch: runs the work inside the request, then hands the lease to a
-    /// detached holder loop for whatever waits.
+    /// Sync dispatch: runs the work inside the request and finishes before the
+    /// answer, so the scope is free (or handed on) by the time the platform hears
+    /// back — a retry of a failed handler must find it free. Whatever `finish`
+    /// hands over runs detached.
     pub(crate) async fn run_sync(&self, lease: Lease, work: Work) -> Outcome {
         self.inner.hold(&lease);
         let (outcome, lost) = self.run(work, Some(&lease)).await;
         self.inner.unhold(&lease);
-        if !lost {
-            self.spawn_holder(lease, None, None);
+        if lost {
+            return outcome;
+        }
+        let handoff = self.inner.state.finish(&lease).await;
+        if lease.kind() == chat_core::LeaseKind::Slot {
+            self.inner.slot_freed.notify_waiters();
+        }
+        match handoff {
+            Ok(Handoff::Released | Handoff::Lost) => {}
+            Ok(Handoff::Run(entries)) => {
+                let works = self.plan(entries);
+                self.spawn_holder_with(lease, works, None);
+            }
+            // A wait, an answer this version does not know, or an error: the
+            // holder loop takes it from here and retries `finish`.
+            Ok(_) | Err(_) => self.spawn_holder(lease, None, None),
         }
         outcome
     }
@@ -136,7 +156,7 @@ impl Holder {
                 slot = this.wait_for_slot(&scope, until) => match slot {
                     Some(lease) => {
                         this.inner.hold(&lease);
-                        this.hold(&lease, Some(work)).await;
+                        this.hold(&lease, vec![work]).await;
                         this.inner.unhold(&lease);
                     }
                     None => this.inner.recorder.event(&work.event, Outcome::Expired, "budget"),
@@ -183,9 +203,9 @@ impl Holder {
     }
 
     /// The holder loop.
-    async fn hold(&self, lease: &Lease, first: Option<Work>) {
+    async fn hold(&self, lease: &Lease, first: Vec<Work>) {
         let state = Arc::clone(&self.inner.state);
-        let mut pending: Vec<Work> = first.into_iter().collect();
+        let mut pending: Vec<Work> = first;
         loop {
             // Run what this holder has, in order.
             let mut works = std::mem::take(&mut pending).into_iter();

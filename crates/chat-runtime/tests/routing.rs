@@ -1,6 +1,11 @@
-//! Routing, control events, sync replies, the max lock lifetime and recovery.
+//! Routing, control events, sync replies, the max lock lifetime and recovery, on
+//! every backend: the memory backend under the paused clock, and Redis in real
+//! time with the harness's scale (durations below are scenario milliseconds;
+//! see `support/mod.rs`).
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,8 +16,20 @@ use chat_core::{
 use chat_runtime::{
     Bot, BotBuilder, CancelCause, Ctx, Dispatch, Event, Outcome, OutcomeRecord, RuntimeOptions,
 };
-use chat_state_memory::MemoryState;
 use chat_testkit::{EventBuilder, ScriptedAdapter};
+use support::{Clock, Env};
+
+on_every_backend!(
+    messages_route_as_the_typescript_sdk_does,
+    other_kinds_route_by_name,
+    a_sync_handler_can_answer_the_delivery,
+    interactions_answer_inline_under_deferred_dispatch,
+    a_stop_request_cancels_the_running_turn_here,
+    a_stop_request_reaches_a_holder_on_another_replica_at_renewal,
+    the_max_lock_lifetime_preempts_a_hung_handler,
+    the_sweep_runs_entries_a_dead_holder_left_behind,
+    a_slow_sync_handler_is_answered_in_time_and_runs_once,
+);
 
 type Seen = Arc<Mutex<Vec<(String, String, Option<CancelCause>)>>>;
 
@@ -45,14 +62,17 @@ struct World {
     adapter: ScriptedAdapter,
     seen: Seen,
     outcomes: Arc<Mutex<Vec<OutcomeRecord>>>,
+    clock: Clock,
 }
 
 impl World {
-    fn new(options: RuntimeOptions) -> Self {
-        Self::on(Arc::new(MemoryState::new()), options)
+    /// A bot on a fresh store of `env`.
+    async fn new(env: &Env, options: RuntimeOptions) -> Self {
+        Self::on(env.store().await, env.clock, options)
     }
 
-    fn on(state: Arc<MemoryState>, options: RuntimeOptions) -> Self {
+    /// A bot on `state`; `options` in scenario milliseconds.
+    fn on(state: Arc<dyn StateBackend>, clock: Clock, options: RuntimeOptions) -> Self {
         let adapter = ScriptedAdapter::new("test");
         let seen = Seen::default();
         let outcomes = Arc::new(Mutex::new(Vec::new()));
@@ -60,7 +80,7 @@ impl World {
         let b: BotBuilder = Bot::builder()
             .state_arc(state)
             .adapter(adapter.clone())
-            .options(options)
+            .options(clock.options(options))
             .observer(move |r: &OutcomeRecord| o.lock().unwrap().push(r.clone()))
             .on_new_mention(tagged(&seen, "mention"))
             .on_subscribed_message(tagged(&seen, "subscribed"))
@@ -77,7 +97,13 @@ impl World {
             adapter,
             seen,
             outcomes,
+            clock,
         }
+    }
+
+    /// Lets `ms` scenario milliseconds pass.
+    async fn pass(&self, ms: u64) {
+        self.clock.pass(ms).await;
     }
 
     fn thread(&self, t: &str) -> chat_core::ThreadRef {
@@ -121,9 +147,8 @@ fn deferred() -> RuntimeOptions {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn messages_route_as_the_typescript_sdk_does() {
-    let w = World::new(RuntimeOptions::default());
+async fn messages_route_as_the_typescript_sdk_does(env: Env) {
+    let w = World::new(&env, RuntimeOptions::default()).await;
     let t = w.thread("1");
     // Our own message: ignored without a run.
     let me = Author {
@@ -210,9 +235,8 @@ async fn messages_route_as_the_typescript_sdk_does() {
     assert_eq!(w.seen().last().unwrap(), &pair("subscribed", "plain"));
 }
 
-#[tokio::test(start_paused = true)]
-async fn other_kinds_route_by_name() {
-    let w = World::new(RuntimeOptions::default());
+async fn other_kinds_route_by_name(env: Env) {
+    let w = World::new(&env, RuntimeOptions::default()).await;
     let t = w.thread("1");
     let b = || EventBuilder::new(t.clone());
     w.send(&b().id("r1").reaction("eyes", "m1").build()).await;
@@ -265,9 +289,8 @@ async fn other_kinds_route_by_name() {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_sync_handler_can_answer_the_delivery() {
-    let w = World::new(RuntimeOptions::default());
+async fn a_sync_handler_can_answer_the_delivery(env: Env) {
+    let w = World::new(&env, RuntimeOptions::default()).await;
     let e = EventBuilder::new(w.thread("1"))
         .id("c")
         .slash_command("/echo", "reply")
@@ -278,9 +301,8 @@ async fn a_sync_handler_can_answer_the_delivery() {
     assert_eq!(body, serde_json::json!({ "text": "pong" }));
 }
 
-#[tokio::test(start_paused = true)]
-async fn interactions_answer_inline_under_deferred_dispatch() {
-    let w = World::new(deferred());
+async fn interactions_answer_inline_under_deferred_dispatch(env: Env) {
+    let w = World::new(&env, deferred()).await;
     let e = EventBuilder::new(w.thread("1"))
         .id("c")
         .slash_command("/echo", "reply")
@@ -289,23 +311,26 @@ async fn interactions_answer_inline_under_deferred_dispatch() {
     let body: serde_json::Value = serde_json::from_slice(r.body()).unwrap();
     assert_eq!(body, serde_json::json!({ "text": "pong" }));
     // Turned off, the command runs detached and cannot answer.
-    let w = World::new(RuntimeOptions {
-        inline_interactions: false,
-        ..deferred()
-    });
+    let w = World::new(
+        &env,
+        RuntimeOptions {
+            inline_interactions: false,
+            ..deferred()
+        },
+    )
+    .await;
     let e = EventBuilder::new(w.thread("1"))
         .id("c")
         .slash_command("/echo", "reply")
         .build();
     let r = w.send(&e).await;
     assert!(r.body().is_empty());
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    w.pass(500).await;
     assert_eq!(w.seen(), [pair("command", "c")]);
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_stop_request_cancels_the_running_turn_here() {
-    let w = World::new(deferred());
+async fn a_stop_request_cancels_the_running_turn_here(env: Env) {
+    let w = World::new(&env, deferred()).await;
     let t = w.thread("S1");
     w.send(
         &EventBuilder::new(t.clone())
@@ -321,13 +346,13 @@ async fn a_stop_request_cancels_the_running_turn_here() {
             .build(),
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    w.pass(500).await;
     let stop = EventBuilder::new(t)
         .id("stop")
         .agent_session(AgentSessionAction::StopRequested, None)
         .build();
     assert_eq!(w.send(&stop).await.status(), 200);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    w.pass(500).await;
     let seen = w.seen.lock().unwrap().clone();
     assert_eq!(
         seen[0],
@@ -361,15 +386,15 @@ async fn a_stop_request_cancels_the_running_turn_here() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_stop_request_reaches_a_holder_on_another_replica_at_renewal() {
-    let state = Arc::new(MemoryState::new());
+async fn a_stop_request_reaches_a_holder_on_another_replica_at_renewal(env: Env) {
+    // Two replicas, each with its own connection to one store.
+    let mut stores = env.stores(2).await.into_iter();
     let options = RuntimeOptions {
         lock_ttl: Duration::from_secs(3),
         ..deferred()
     };
-    let a = World::on(Arc::clone(&state), options.clone());
-    let b = World::on(state, options);
+    let a = World::on(stores.next().unwrap(), env.clock, options.clone());
+    let b = World::on(stores.next().unwrap(), env.clock, options);
     let t = a.thread("S1");
     a.send(
         &EventBuilder::new(t.clone())
@@ -378,7 +403,7 @@ async fn a_stop_request_reaches_a_holder_on_another_replica_at_renewal() {
             .build(),
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    a.pass(10).await;
     b.send(
         &EventBuilder::new(t)
             .id("stop")
@@ -388,7 +413,8 @@ async fn a_stop_request_reaches_a_holder_on_another_replica_at_renewal() {
     .await;
     assert!(a.outcome("s").is_empty(), "replica a cannot know yet");
     // Within one renewal interval (lock TTL / 3 = 1 s).
-    tokio::time::sleep(Duration::from_millis(1010)).await;
+    a.pass(1010).await;
+    a.clock.slack().await;
     assert_eq!(a.outcome("s"), [(Outcome::Cancelled, "stop-requested")]);
     assert_eq!(
         a.seen.lock().unwrap()[0].2,
@@ -396,14 +422,17 @@ async fn a_stop_request_reaches_a_holder_on_another_replica_at_renewal() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn the_max_lock_lifetime_preempts_a_hung_handler() {
-    let w = World::new(RuntimeOptions {
-        lock_ttl: Duration::from_secs(3),
-        max_lock_lifetime: Duration::from_secs(5),
-        detach_timeout: Duration::from_secs(600),
-        ..deferred()
-    });
+async fn the_max_lock_lifetime_preempts_a_hung_handler(env: Env) {
+    let w = World::new(
+        &env,
+        RuntimeOptions {
+            lock_ttl: Duration::from_secs(3),
+            max_lock_lifetime: Duration::from_secs(5),
+            detach_timeout: Duration::from_secs(600),
+            ..deferred()
+        },
+    )
+    .await;
     w.send(
         &EventBuilder::new(w.thread("1"))
             .id("h")
@@ -412,18 +441,18 @@ async fn the_max_lock_lifetime_preempts_a_hung_handler() {
     )
     .await;
     // Renewed past its first TTL …
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    w.pass(6000).await;
     assert!(w.outcome("h").is_empty(), "still holding at 6 s");
     // … but not past the lifetime: the last renewal (at 5 s) lapses by 8 s.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    w.pass(3000).await;
     assert_eq!(w.outcome("h"), [(Outcome::Preempted, "lease-lost")]);
 }
 
-#[tokio::test(start_paused = true)]
-async fn the_sweep_runs_entries_a_dead_holder_left_behind() {
-    let state = Arc::new(MemoryState::new());
+async fn the_sweep_runs_entries_a_dead_holder_left_behind(env: Env) {
+    let state = env.store().await;
     let w = World::on(
         Arc::clone(&state),
+        env.clock,
         RuntimeOptions {
             sweep_interval: Some(Duration::from_secs(1)),
             lock_ttl: Duration::from_secs(3),
@@ -434,9 +463,8 @@ async fn the_sweep_runs_entries_a_dead_holder_left_behind() {
     let t = w.thread("1");
     let dead = EventBuilder::new(t.clone()).id("dead").mention("x").build();
     let scope = t.thread_scope();
-    let req = |e| {
-        AdmitRequest::new(e, scope.clone(), Concurrency::queue()).lease_ttl(Duration::from_secs(3))
-    };
+    let req =
+        |e| AdmitRequest::new(e, scope.clone(), Concurrency::queue()).lease_ttl(env.clock.ms(3000));
     assert!(matches!(
         state.admit(req(dead)).await.unwrap().decision,
         Decision::Run(_)
@@ -446,17 +474,23 @@ async fn the_sweep_runs_entries_a_dead_holder_left_behind() {
         state.admit(req(orphan)).await.unwrap().decision,
         Decision::Queued { .. }
     ));
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    // The dead lease lapses at 3 s and a sweep runs every second; one sweep
+    // reads every bucket of the store, which on Redis takes tens of
+    // milliseconds of real time.
+    w.pass(10_000).await;
     assert_eq!(w.seen(), [pair("mention", "orphan")]);
     assert_eq!(w.outcome("orphan"), [(Outcome::Ran, "ok")]);
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_slow_sync_handler_is_answered_in_time_and_runs_once() {
-    let w = World::new(RuntimeOptions {
-        ack_timeout: Duration::from_secs(2),
-        ..RuntimeOptions::default()
-    });
+async fn a_slow_sync_handler_is_answered_in_time_and_runs_once(env: Env) {
+    let w = World::new(
+        &env,
+        RuntimeOptions {
+            ack_timeout: Duration::from_secs(2),
+            ..RuntimeOptions::default()
+        },
+    )
+    .await;
     let seen = Arc::clone(&w.seen);
     let slow = EventBuilder::new(w.thread("1"))
         .id("slow")
@@ -465,9 +499,10 @@ async fn a_slow_sync_handler_is_answered_in_time_and_runs_once() {
     // The handler never returns by itself: the platform still hears back at 2 s…
     let started = tokio::time::Instant::now();
     assert_eq!(w.send(&slow).await.status(), 503);
-    assert_eq!(
+    w.clock.assert_near(
         tokio::time::Instant::now() - started,
-        Duration::from_secs(2)
+        2000,
+        "answered at the ack timeout",
     );
     // … and its retry is a duplicate: the delivery carries on where it was.
     assert_eq!(w.send(&slow).await.status(), 200);

@@ -37,8 +37,8 @@ impl Log {
 
 /// Two replicas on one key prefix, logging into one log.
 async fn replicas(concurrency: Concurrency) -> Option<(Vec<Bot>, ScriptedAdapter, Log)> {
-    let url = common::server_env("REDIS_URL")?;
-    let prefix = common::unique_prefix();
+    let url = common::servers::server_env("REDIS_URL")?;
+    let prefix = common::servers::unique_prefix();
     let adapter = ScriptedAdapter::new("test");
     let log = Log::default();
     let mut bots = Vec::new();

@@ -1,9 +1,16 @@
-//! A scenario harness: a bot on the memory backend and the scripted adapter,
-//! whose handler does what each event's text says, logging every run.
+//! A scenario harness: a bot on a state backend and the scripted adapter, whose
+//! handler does what each event's text says, logging every run.
 //!
 //! Texts: `ok` (return at once), `sleep:MS` (sleep, cooperatively), `fail`,
 //! `panic`, `sleepus:µS`, `wait-cancel` (wait for cancellation, then return), `stubborn:MS`
 //! (sleep MS ignoring cancellation).
+//!
+//! A scenario runs on an [`Env`]: the memory backend under tokio's paused clock,
+//! or Redis (one server, or the cluster), which judges expiry by its own clock,
+//! in real time. Every duration a scenario writes — in texts, in [`Scenario::pass`],
+//! in its options, in the instants it expects — is in scenario milliseconds, which
+//! the [`Clock`] maps to time: as written and exact under the paused clock;
+//! divided by [`Clock::REAL`]'s scale and compared within its margins in real time.
 
 #![allow(
     dead_code,
@@ -12,6 +19,9 @@
     clippy::unwrap_used,
     clippy::expect_used
 )]
+
+#[path = "../../../chat-state-redis/tests/common/servers.rs"]
+mod servers;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,11 +34,236 @@ use chat_core::{
     ScopeKey, SetMode, StateBackend, StateError, Take, ThreadRef,
 };
 use chat_runtime::{
-    Bot, BotBuilder, CancelCause, Ctx, Event, Outcome, OutcomeRecord, RuntimeOptions,
+    Bot, CancelCause, Concurrency, Ctx, Event, Outcome, OutcomeRecord, RuntimeOptions,
 };
 use chat_state_memory::MemoryState;
 use chat_testkit::ScriptedAdapter;
 use tokio::time::Instant;
+
+/// Emits every named scenario `async fn name(env: Env)` of the calling test
+/// file as one test per backend: `memory::name` under the paused clock, and
+/// `redis::name` and `redis_cluster::name` in real time on a current-thread
+/// runtime (skipped with a notice when their server is not configured; see
+/// `servers.rs`).
+#[macro_export]
+macro_rules! on_every_backend {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test(start_paused = true)]
+                async fn $name() {
+                    Box::pin(super::$name($crate::support::Env::memory())).await;
+                }
+            )*
+        }
+        mod redis {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let Some(env) = $crate::support::Env::redis() else {
+                        return;
+                    };
+                    Box::pin(super::$name(env)).await;
+                }
+            )*
+        }
+        mod redis_cluster {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let Some(env) = $crate::support::Env::redis_cluster() else {
+                        return;
+                    };
+                    Box::pin(super::$name(env)).await;
+                }
+            )*
+        }
+    };
+}
+
+/// How a scenario's durations map to time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// tokio's paused clock: durations as written, instants exact.
+    Paused,
+    /// Real time: every duration divided by `scale`. An instant is right from
+    /// `early` before to `late` after the expected one: Redis's clock counts
+    /// whole milliseconds; scheduling and round trips only make things later.
+    Real {
+        scale: u32,
+        early: Duration,
+        late: Duration,
+    },
+}
+
+impl Clock {
+    /// Real time for Redis: a scenario's 10 ms step is 1 ms, its usual 1 s
+    /// handler 100 ms, while a local round trip is well under 1 ms. The
+    /// scenarios space what they check so that a wrong instant misses by more
+    /// than these margins.
+    pub const REAL: Self = Self::Real {
+        scale: 10,
+        early: Duration::from_millis(5),
+        late: Duration::from_millis(50),
+    };
+
+    pub fn is_real(self) -> bool {
+        matches!(self, Self::Real { .. })
+    }
+
+    /// `ms` scenario milliseconds.
+    pub fn ms(self, ms: u64) -> Duration {
+        self.scale(Duration::from_millis(ms))
+    }
+
+    /// A scenario duration as time.
+    pub fn scale(self, d: Duration) -> Duration {
+        match self {
+            Self::Paused => d,
+            Self::Real { scale, .. } => d / scale,
+        }
+    }
+
+    /// How much earlier and later than expected an instant may be: zero under
+    /// the paused clock.
+    pub fn margins(self) -> (Duration, Duration) {
+        match self {
+            Self::Paused => (Duration::ZERO, Duration::ZERO),
+            Self::Real { early, late, .. } => (early, late),
+        }
+    }
+
+    /// Every duration of `o` as time (the dedupe TTL included).
+    pub fn options(self, o: RuntimeOptions) -> RuntimeOptions {
+        let s = |d: Duration| self.scale(d);
+        let concurrency = match o.concurrency {
+            Concurrency::Queue(mut q) => {
+                q.entry_ttl = s(q.entry_ttl);
+                Concurrency::Queue(q)
+            }
+            Concurrency::Debounce(mut d) => {
+                d.interval = s(d.interval);
+                Concurrency::Debounce(d)
+            }
+            Concurrency::Burst(mut b) => {
+                b.window = s(b.window);
+                Concurrency::Burst(b)
+            }
+            other => other,
+        };
+        RuntimeOptions {
+            concurrency,
+            detach_timeout: s(o.detach_timeout),
+            dedupe_ttl: s(o.dedupe_ttl),
+            lock_ttl: s(o.lock_ttl),
+            max_lock_lifetime: s(o.max_lock_lifetime),
+            sync_slot_wait: s(o.sync_slot_wait),
+            ack_timeout: s(o.ack_timeout),
+            sweep_interval: o.sweep_interval.map(s),
+            ..o
+        }
+    }
+
+    /// Lets `ms` scenario milliseconds pass.
+    pub async fn pass(self, ms: u64) {
+        tokio::time::sleep(self.ms(ms)).await;
+    }
+
+    /// In real time, waits out the late margin (after the instant something
+    /// must have happened by); nothing under the paused clock.
+    pub async fn slack(self) {
+        tokio::time::sleep(self.margins().1).await;
+    }
+
+    /// `actual` is `expected_ms` scenario milliseconds: exactly under the paused
+    /// clock, within the margins in real time.
+    #[track_caller]
+    pub fn assert_near(self, actual: Duration, expected_ms: u64, what: &str) {
+        let expected = self.ms(expected_ms);
+        let (early, late) = self.margins();
+        assert!(
+            actual + early >= expected && actual <= expected + late,
+            "{what}: took {actual:?}, expected {expected:?} (-{early:?}/+{late:?}, {self:?})"
+        );
+    }
+}
+
+/// Where a scenario's state lives.
+#[derive(Debug, Clone)]
+enum Store {
+    Memory,
+    Redis(servers::Server),
+}
+
+/// A backend to run scenarios on, with its clock.
+#[derive(Debug, Clone)]
+pub struct Env {
+    store: Store,
+    pub clock: Clock,
+}
+
+impl Env {
+    /// The memory backend, under tokio's paused clock (the test must start paused).
+    pub fn memory() -> Self {
+        Self {
+            store: Store::Memory,
+            clock: Clock::Paused,
+        }
+    }
+
+    /// The Redis server of `REDIS_URL`, in real time; `None` after the skip
+    /// notice (a failure under `CI=true`).
+    pub fn redis() -> Option<Self> {
+        Some(Self {
+            store: Store::Redis(servers::Server::single()?),
+            clock: Clock::REAL,
+        })
+    }
+
+    /// The Redis Cluster of `REDIS_CLUSTER_URLS`, in real time.
+    pub fn redis_cluster() -> Option<Self> {
+        Some(Self {
+            store: Store::Redis(servers::Server::cluster()?),
+            clock: Clock::REAL,
+        })
+    }
+
+    /// `n` handles on one fresh store, one per replica: the memory backend
+    /// shared, or Redis connections (a pool each) under one fresh key prefix.
+    pub async fn stores(&self, n: usize) -> Vec<Arc<dyn StateBackend>> {
+        match &self.store {
+            Store::Memory => {
+                let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
+                vec![state; n]
+            }
+            Store::Redis(server) => {
+                let prefix = servers::unique_prefix();
+                let mut stores: Vec<Arc<dyn StateBackend>> = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let state = server.connect(&prefix).await;
+                    // Open the pool's connections now rather than inside a
+                    // scenario's timed steps.
+                    let pings = futures_util::future::join_all((0..4).map(|_| state.health()));
+                    for ping in pings.await {
+                        ping.expect("Redis answers");
+                    }
+                    stores.push(Arc::new(state));
+                }
+                stores
+            }
+        }
+    }
+
+    /// A fresh store.
+    pub async fn store(&self) -> Arc<dyn StateBackend> {
+        self.stores(1).await.pop().expect("one store")
+    }
+
+    /// A scenario on a fresh store; `options` in scenario milliseconds.
+    pub async fn scenario(&self, options: RuntimeOptions) -> Scenario {
+        Scenario::on(self.store().await, self.clock, options)
+    }
+}
 
 /// One handler run.
 #[derive(Debug, Clone)]
@@ -54,10 +289,14 @@ pub struct Scenario {
     pub adapter: ScriptedAdapter,
     pub log: Log,
     pub state: Arc<Hooked>,
+    pub clock: Clock,
 }
 
+/// The handler; the durations in texts are scenario milliseconds (microseconds
+/// for `sleepus`), mapped to time by `clock`.
 pub fn handler(
     log: Log,
+    clock: Clock,
 ) -> impl Fn(Ctx, Event) -> futures_util::future::BoxFuture<'static, Result<(), String>>
 + Send
 + Sync
@@ -81,20 +320,21 @@ pub fn handler(
                 runs.len() - 1
             };
             let (verb, arg) = text.split_once(':').unwrap_or((text.as_str(), "0"));
-            let ms: u64 = arg.parse().unwrap_or(0);
+            let n: u64 = arg.parse().unwrap_or(0);
+            let (ms, us) = (clock.ms(n), clock.scale(Duration::from_micros(n)));
             let result = match verb {
                 "fail" => Err("asked to fail".to_owned()),
                 "panic" => panic!("asked to panic"),
                 "sleep" => {
                     tokio::select! {
-                        () = tokio::time::sleep(Duration::from_millis(ms)) => {}
+                        () = tokio::time::sleep(ms) => {}
                         () = ctx.cancelled() => {}
                     }
                     Ok(())
                 }
                 "sleepus" => {
                     tokio::select! {
-                        () = tokio::time::sleep(Duration::from_micros(ms)) => {}
+                        () = tokio::time::sleep(us) => {}
                         () = ctx.cancelled() => {}
                     }
                     Ok(())
@@ -104,7 +344,7 @@ pub fn handler(
                     Ok(())
                 }
                 "stubborn" => {
-                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    tokio::time::sleep(ms).await;
                     Ok(())
                 }
                 _ => Ok(()),
@@ -118,28 +358,33 @@ pub fn handler(
 }
 
 impl Scenario {
+    /// A scenario on a fresh memory backend, under the paused clock.
     pub fn new(options: RuntimeOptions) -> Self {
-        Self::with(options, |b| b)
+        Self::on(Arc::new(MemoryState::new()), Clock::Paused, options)
     }
 
-    pub fn with(options: RuntimeOptions, extra: impl FnOnce(BotBuilder) -> BotBuilder) -> Self {
+    /// A scenario on `state` (wrapped in [`Hooked`]); `options` in scenario
+    /// milliseconds.
+    pub fn on(state: Arc<dyn StateBackend>, clock: Clock, options: RuntimeOptions) -> Self {
         let log = Log::default();
         let adapter = ScriptedAdapter::new("test");
-        let state = Arc::new(Hooked::new());
+        let state = Arc::new(Hooked::new(state));
         let outcomes = log.outcomes.clone();
-        let builder = Bot::builder()
+        let bot = Bot::builder()
             .state_arc(state.clone())
             .adapter(adapter.clone())
-            .options(options)
+            .options(clock.options(options))
             .observer(move |r: &OutcomeRecord| outcomes.lock().unwrap().push(r.clone()))
-            .on_new_mention(handler(log.clone()))
-            .on_subscribed_message(handler(log.clone()));
-        let bot = extra(builder).build().expect("valid options");
+            .on_new_mention(handler(log.clone(), clock))
+            .on_subscribed_message(handler(log.clone(), clock))
+            .build()
+            .expect("valid options");
         Self {
             bot,
             adapter,
             log,
             state,
+            clock,
         }
     }
 
@@ -161,9 +406,14 @@ impl Scenario {
             .as_u16()
     }
 
-    /// Lets (paused) time pass.
+    /// Lets `ms` scenario milliseconds pass.
     pub async fn pass(&self, ms: u64) {
-        tokio::time::sleep(Duration::from_millis(ms)).await;
+        self.clock.pass(ms).await;
+    }
+
+    /// `ms` scenario milliseconds as time.
+    pub fn ms(&self, ms: u64) -> Duration {
+        self.clock.ms(ms)
     }
 
     pub fn runs(&self) -> Vec<Run> {
@@ -241,19 +491,22 @@ impl Scenario {
     }
 }
 
-/// The memory backend with hooks for forcing interleavings and faults.
+/// A backend with hooks for forcing interleavings and faults.
 pub struct Hooked {
-    pub inner: MemoryState,
+    pub inner: Arc<dyn StateBackend>,
     pub before_finish: Mutex<Option<futures_util::future::BoxFuture<'static, ()>>>,
     pub renew_lost: std::sync::atomic::AtomicBool,
+    /// Every `finish` first waits this long (a backend round trip).
+    pub finish_latency: Mutex<Duration>,
 }
 
 impl Hooked {
-    pub fn new() -> Self {
+    pub fn new(inner: Arc<dyn StateBackend>) -> Self {
         Self {
-            inner: MemoryState::new(),
+            inner,
             before_finish: Mutex::new(None),
             renew_lost: std::sync::atomic::AtomicBool::new(false),
+            finish_latency: Mutex::new(Duration::ZERO),
         }
     }
 
@@ -298,6 +551,10 @@ impl StateBackend for Hooked {
         let hook = self.before_finish.lock().unwrap().take();
         if let Some(hook) = hook {
             hook.await;
+        }
+        let latency = *self.finish_latency.lock().unwrap();
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
         }
         self.inner.finish(l).await
     }
