@@ -12,6 +12,7 @@
 // A command-line tool: its output is its interface.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod bench;
 mod chaos;
 mod ci;
 mod cmd;
@@ -24,6 +25,8 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
+  bench [scenario…] [--quick]
+                        benchmarks of echo-bot under load (`bench --help`)
   chaos [--quick] [--release] [--only NAME] [--seed N]
                         the reliability harness: three echo-bot replicas on one
                         Redis, faults, and the outcome-ledger invariants
@@ -42,6 +45,7 @@ commands:
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
+        Some("bench") => bench::run(&args[1..]),
         Some("chaos") => chaos::run(&args[1..]),
         Some("ci") => ci::run(&args[1..]),
         Some("demo") => demo::run(&args[1..]),
