@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{AdapterError, WebhookError};
+use crate::error::{AdapterError, BoxError, WebhookError};
 use crate::event::Event;
 use crate::id::{Platform, ScopeKey, ThreadRef};
 
@@ -23,6 +23,23 @@ pub enum Inbound {
     Ignored {
         /// A stable reason for logs (`own-message`, `unsupported:app_rate_limited`).
         reason: String,
+    },
+}
+
+/// What [`PlatformAdapter::resolve`] made of a parsed event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Resolution {
+    /// Go on: route, admit and dispatch the event (which `resolve` may have
+    /// completed, for example by marking the bot's own message).
+    Proceed,
+    /// Acknowledge the delivery and record it as ignored: an event from a
+    /// tenant the bot is not installed in, the installation's own message, or
+    /// a lifecycle event (uninstall) the adapter handled itself.
+    Ignored {
+        /// A stable reason for logs and outcome observers
+        /// (`unknown-installation`, `own-message`, `app-uninstalled`).
+        reason: &'static str,
     },
 }
 
@@ -157,6 +174,9 @@ pub struct MessageRef {
 ///   window. Nothing is parsed before it passes.
 /// * [`parse`](Self::parse) never panics on any input; malformed input is
 ///   [`WebhookError::Malformed`].
+/// * [`resolve`](Self::resolve) runs after `parse` and before anything else
+///   on the ack path; it may complete the event or turn it into an ignore,
+///   and a failure of it is answered so the platform retries.
 /// * [`respond`](Self::respond) decides how each [`Verdict`] is said to this
 ///   platform for this delivery kind (a Slack slash command at capacity is a 200
 ///   with a visible message; a Slack event at capacity is a 503).
@@ -186,6 +206,24 @@ pub trait PlatformAdapter: Send + Sync + 'static {
 
     /// Turns a verified delivery into an event, a fixed reply, or an ignore.
     fn parse(&self, parts: &http::request::Parts, body: &Bytes) -> Result<Inbound, WebhookError>;
+
+    /// The asynchronous step of the ack path, between [`parse`](Self::parse)
+    /// and admission: the runtime calls it once per parsed event, before it
+    /// routes the event or touches any state. Adapters in installation mode
+    /// look up the event's tenant here (an unknown tenant is
+    /// [`Resolution::Ignored`]), apply the installation's own-message filter,
+    /// and handle lifecycle events (an uninstall deletes the installation).
+    ///
+    /// An `Err` means the event could not be resolved *now* (the installation
+    /// store is unreachable): the runtime answers [`Verdict::Failed`], so the
+    /// platform retries the delivery, and nothing is marked. The error is
+    /// logged; it must not carry secrets.
+    ///
+    /// Default: [`Resolution::Proceed`], with nothing looked up.
+    async fn resolve(&self, event: &mut Event) -> Result<Resolution, BoxError> {
+        let _ = event;
+        Ok(Resolution::Proceed)
+    }
 
     /// The HTTP answer for a verdict. `event` is `None` when the delivery was
     /// refused before it was parsed.

@@ -1,6 +1,6 @@
 //! # chat-core
 //!
-//! The types and the two contracts of the chat-rs runtime, and nothing else: no
+//! The types and the contracts of the chat-rs runtime, and nothing else: no
 //! I/O, no async runtime, no HTTP client. State backends (`chat-state-memory`,
 //! `chat-state-redis`) implement [`StateBackend`]; platform adapters (`chat-slack`,
 //! `chat-linear`) implement [`PlatformAdapter`]; `chat-runtime` drives both.
@@ -12,6 +12,8 @@
 //! * **State** ([`state`]): [`StateBackend`], whose [`admit`](StateBackend::admit)
 //!   is the whole ack path in one atomic step.
 //! * **Adapters** ([`adapter`]): [`PlatformAdapter`] and the [`Verdict`]s it answers.
+//! * **Installations** ([`installation`]): [`Installation`] and the
+//!   [`InstallationStore`] contract, for a bot installed in many workspaces.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -53,10 +55,12 @@ pub mod concurrency;
 pub mod error;
 pub mod event;
 pub mod id;
+pub mod installation;
 pub mod state;
 
 pub use adapter::{
-    DefaultLockScope, Inbound, MessageRef, OutboundMessage, PlatformAdapter, TextFormat, Verdict,
+    DefaultLockScope, Inbound, MessageRef, OutboundMessage, PlatformAdapter, Resolution,
+    TextFormat, Verdict,
 };
 pub use concurrency::{
     BurstMode, BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions, OnFull, QueueOptions,
@@ -67,6 +71,7 @@ pub use event::{
     Modal, OtherEvent, Reaction, SlashCommand,
 };
 pub use id::{DedupeKey, EventId, Platform, ScopeKey, ScopePart, ScopeTag, TenantId, ThreadRef};
+pub use installation::{Installation, InstallationError, InstallationStore, Secret};
 pub use state::{
     Admission, AdmitRequest, CancelOutcome, CancelRequest, Decision, DropReason, Gate, Handoff,
     Lease, LeaseKind, LeaseToken, Renewal, SetMode, StateBackend, Take, Waiting,

@@ -9,8 +9,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
-    AdapterError, AgentSessionAction, Event, EventKind, Inbound, MessageRef, OutboundMessage,
-    Platform, PlatformAdapter, TenantId, ThreadRef, Verdict, WebhookError,
+    AdapterError, AgentSessionAction, BoxError, Event, EventKind, Inbound, InstallationStore,
+    MessageRef, OutboundMessage, Platform, PlatformAdapter, Resolution, TenantId, ThreadRef,
+    Verdict, WebhookError,
 };
 use http::HeaderValue;
 use ring::hmac;
@@ -22,6 +23,7 @@ use crate::client::GraphqlClient;
 use crate::clock::{Clock, SystemClock};
 use crate::error::BuildError;
 use crate::first::FirstActivity;
+use crate::oauth::LinearOAuth;
 use crate::operations;
 use crate::thread::{LinearThread, SessionTarget};
 use crate::{inbound, respond, signature};
@@ -82,6 +84,16 @@ pub(crate) struct Config {
     pub(crate) mention_names: Vec<String>,
     /// Whether comments written by bots and integrations are ignored.
     pub(crate) ignore_bot_comments: bool,
+    /// Installation mode: `OAuthApp` `revoked` becomes an event, for
+    /// `resolve` to delete the installation.
+    pub(crate) lifecycle_events: bool,
+}
+
+/// Installation mode's credential source: the store, and the OAuth flow
+/// that refreshes tokens before they expire.
+struct Installations {
+    store: Arc<dyn InstallationStore>,
+    refresh: Option<LinearOAuth>,
 }
 
 struct Inner {
@@ -94,6 +106,7 @@ struct Inner {
     first_thought: Option<String>,
     first: FirstActivity,
     client: GraphqlClient,
+    installations: Option<Installations>,
 }
 
 /// The Linear [`PlatformAdapter`]: verifies and parses webhook deliveries,
@@ -125,6 +138,7 @@ impl fmt::Debug for LinearAdapter {
             .field("app_user_ids", &self.inner.config.app_user_ids)
             .field("first_thought", &self.inner.first_thought)
             .field("client", &self.inner.client)
+            .field("installation_mode", &self.inner.installations.is_some())
             .field("deadline", &self.deadline)
             .field("organization", &self.organization)
             .finish_non_exhaustive()
@@ -137,6 +151,8 @@ pub struct LinearAdapterBuilder {
     signing_secret: Option<String>,
     credential: Option<Credential>,
     organization_credentials: Vec<(TenantId, Credential)>,
+    installations: Option<Arc<dyn InstallationStore>>,
+    token_refresh: Option<LinearOAuth>,
     app_user_ids: HashSet<String>,
     mention_names: Vec<String>,
     ignore_bot_comments: bool,
@@ -171,6 +187,8 @@ impl Default for LinearAdapterBuilder {
             signing_secret: None,
             credential: None,
             organization_credentials: Vec::new(),
+            installations: None,
+            token_refresh: None,
             app_user_ids: HashSet::new(),
             mention_names: Vec::new(),
             ignore_bot_comments: true,
@@ -221,6 +239,31 @@ impl LinearAdapterBuilder {
     ) -> Self {
         self.organization_credentials
             .push((organization_id.into(), credential));
+        self
+    }
+
+    /// Installation mode: credentials come from the store of the
+    /// organizations the agent is installed in (filled by [`LinearOAuth`]),
+    /// one per `organizationId`. Each delivery is resolved to its
+    /// installation — an organization without one is acknowledged and
+    /// ignored, a store failure answers 500 so Linear retries — the
+    /// installation's app user recognizes the agent's own comments, every
+    /// outbound call uses its organization's token, and an `OAuthApp`
+    /// `revoked` webhook deletes the installation. Excludes
+    /// [`api_key`](Self::api_key), [`access_token`](Self::access_token) and
+    /// [`organization_credential`](Self::organization_credential).
+    pub fn installations(mut self, store: Arc<dyn InstallationStore>) -> Self {
+        self.installations = Some(store);
+        self
+    }
+
+    /// Installation mode: refresh access tokens with this flow's client
+    /// credentials when they are within its
+    /// [`refresh_margin`](crate::LinearOAuthBuilder::refresh_margin) of
+    /// expiring. Without it, an expiring token is used as it is until Linear
+    /// refuses it.
+    pub fn token_refresh(mut self, oauth: LinearOAuth) -> Self {
+        self.token_refresh = Some(oauth);
         self
     }
 
@@ -318,8 +361,16 @@ impl LinearAdapterBuilder {
             .signing_secret
             .filter(|s| !s.is_empty())
             .ok_or(BuildError::MissingSigningSecret)?;
-        if self.credential.is_none() && self.organization_credentials.is_empty() {
-            return Err(BuildError::MissingCredential);
+        let has_credential = self.credential.is_some() || !self.organization_credentials.is_empty();
+        match (has_credential, self.installations.is_some()) {
+            (false, false) => return Err(BuildError::MissingCredential),
+            (true, true) => return Err(BuildError::CredentialAndInstallations),
+            _ => {}
+        }
+        if self.token_refresh.is_some() && self.installations.is_none() {
+            return Err(BuildError::OAuth(
+                "token_refresh needs an installation store",
+            ));
         }
         if self.tolerance.is_zero() {
             return Err(BuildError::InvalidOption("timestamp_tolerance is zero"));
@@ -364,6 +415,7 @@ impl LinearAdapterBuilder {
                     app_user_ids: self.app_user_ids,
                     mention_names: self.mention_names,
                     ignore_bot_comments: self.ignore_bot_comments,
+                    lifecycle_events: self.installations.is_some(),
                 },
                 first_thought: self.first_thought,
                 first: FirstActivity::default(),
@@ -377,6 +429,10 @@ impl LinearAdapterBuilder {
                     max_retries: self.max_retries,
                     clock: self.clock,
                 },
+                installations: self.installations.map(|store| Installations {
+                    store,
+                    refresh: self.token_refresh,
+                }),
             }),
             deadline: None,
             organization: None,
@@ -435,10 +491,45 @@ impl LinearAdapter {
         tenant: Option<&TenantId>,
         op: &operations::Operation,
     ) -> Result<Value, AdapterError> {
-        self.inner
-            .client
-            .execute(self.tenant(tenant), self.deadline, op)
-            .await
+        let auth = self.auth(tenant).await?;
+        self.inner.client.execute(&auth, self.deadline, op).await
+    }
+
+    /// The `Authorization` value for a call about `tenant`: its
+    /// installation's token (refreshed first when about to expire) in
+    /// installation mode, else the configured credential.
+    async fn auth(&self, tenant: Option<&TenantId>) -> Result<HeaderValue, AdapterError> {
+        let tenant = self.tenant(tenant);
+        let Some(installations) = &self.inner.installations else {
+            return self.inner.client.configured_auth(tenant).cloned().ok_or(
+                AdapterError::Unsupported("no Linear credential for this organization"),
+            );
+        };
+        let tenant = tenant.ok_or(AdapterError::Unsupported(
+            "in installation mode a call names its organization (for_organization)",
+        ))?;
+        let installation = match &installations.refresh {
+            Some(oauth) => oauth
+                .fresh_installation(tenant, self.inner.clock.now_ms())
+                .await
+                .map_err(|e| AdapterError::Transport(Box::new(e)))?,
+            None => installations
+                .store
+                .get(Platform::Linear, tenant)
+                .await
+                .map_err(|e| AdapterError::Transport(Box::new(e)))?,
+        }
+        .ok_or(AdapterError::Unsupported(
+            "the agent is not installed in this organization",
+        ))?;
+        Credential::AccessToken(installation.access_token.expose().to_owned())
+            .header()
+            .map_err(|e| AdapterError::Transport(Box::new(e)))
+    }
+
+    /// The installation store, in installation mode.
+    pub fn installations(&self) -> Option<&Arc<dyn InstallationStore>> {
+        self.inner.installations.as_ref().map(|i| &i.store)
     }
 
     /// Sends an activity; `gated` activities first wait for the automatic
@@ -464,10 +555,11 @@ impl LinearAdapter {
             self.inner.first.before_activity(session_id).await;
         }
         let op = operations::agent_activity_create(session_id, activity, &id);
+        let auth = self.auth(tenant).await?;
         let data = self
             .inner
             .client
-            .execute(self.tenant(tenant), deadline.or(self.deadline), &op)
+            .execute(&auth, deadline.or(self.deadline), &op)
             .await?;
         Ok(data
             .pointer("/agentActivity/id")
@@ -642,6 +734,46 @@ impl PlatformAdapter for LinearAdapter {
 
     fn parse(&self, parts: &http::request::Parts, body: &Bytes) -> Result<Inbound, WebhookError> {
         inbound::parse(&self.inner.config, parts, body, self.inner.clock.now_ms())
+    }
+
+    /// Installation mode: the event's installation, its app user's own
+    /// comments and activities, and `OAuthApp` revocations. Otherwise
+    /// nothing to do.
+    async fn resolve(&self, event: &mut Event) -> Result<Resolution, BoxError> {
+        let Some(installations) = &self.inner.installations else {
+            return Ok(Resolution::Proceed);
+        };
+        let store = &installations.store;
+        let tenant = event.thread.tenant.clone();
+        if let EventKind::Other(other) = &event.kind
+            && other.name == inbound::OAUTH_APP_REVOKED
+        {
+            let removed = store.delete(Platform::Linear, &tenant).await?;
+            tracing::info!(tenant = %tenant, removed, "linear: OAuth app revoked; installation deleted");
+            return Ok(Resolution::Ignored {
+                reason: "app-revoked",
+            });
+        }
+        let Some(installation) = store.get(Platform::Linear, &tenant).await? else {
+            tracing::info!(tenant = %tenant, event_id = %event.id, "linear: delivery for an organization without an installation");
+            return Ok(Resolution::Ignored {
+                reason: "unknown-installation",
+            });
+        };
+        let own = match &event.kind {
+            EventKind::Message(m) => installation.is_bot(&m.author.id),
+            EventKind::AgentSession(s) => {
+                s.action != AgentSessionAction::Created && installation.is_bot(&s.user.id)
+            }
+            _ => false,
+        };
+        Ok(if own {
+            Resolution::Ignored {
+                reason: "own-message",
+            }
+        } else {
+            Resolution::Proceed
+        })
     }
 
     fn respond(&self, _event: Option<&Event>, verdict: &Verdict) -> http::Response<Bytes> {

@@ -95,20 +95,21 @@ enum Attempt {
 }
 
 impl GraphqlClient {
-    /// Sends `op` with the credential of `tenant` (else the default one) and
-    /// returns `data.<field>`.
+    /// The configured credential of `tenant`, else the default one.
+    pub(crate) fn configured_auth(&self, tenant: Option<&TenantId>) -> Option<&HeaderValue> {
+        tenant
+            .and_then(|t| self.organization_auth.get(t))
+            .or(self.default_auth.as_ref())
+    }
+
+    /// Sends `op` with the `Authorization` value `auth` and returns
+    /// `data.<field>`.
     pub(crate) async fn execute(
         &self,
-        tenant: Option<&TenantId>,
+        auth: &HeaderValue,
         deadline: Option<Instant>,
         op: &Operation,
     ) -> Result<Value, AdapterError> {
-        let auth = tenant
-            .and_then(|t| self.organization_auth.get(t))
-            .or(self.default_auth.as_ref())
-            .ok_or(AdapterError::Unsupported(
-                "no Linear credential for this organization",
-            ))?;
         let deadline = deadline.unwrap_or_else(|| Instant::now() + self.retry_budget);
         let body = serde_json::to_vec(&op.body()).map_err(|e| AdapterError::Decode(Box::new(e)))?;
         let mut retries = 0u32;

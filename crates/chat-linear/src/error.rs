@@ -11,8 +11,9 @@ pub enum BuildError {
     /// No webhook signing secret was given.
     #[error("a Linear webhook signing secret is required")]
     MissingSigningSecret,
-    /// Neither an API key nor an OAuth access token was given.
-    #[error("a Linear API key or OAuth access token is required")]
+    /// Neither an API key, an OAuth access token nor an installation store
+    /// was given.
+    #[error("a Linear API key, OAuth access token or installation store is required")]
     MissingCredential,
     /// A credential cannot be sent in an HTTP header.
     #[error("a Linear credential is not a valid header value")]
@@ -23,6 +24,13 @@ pub enum BuildError {
     /// A duration or size option is zero.
     #[error("invalid option: {0}")]
     InvalidOption(&'static str),
+    /// An installation store was given together with a credential: the
+    /// adapter takes its credentials from one source.
+    #[error("give either Linear credentials or an installation store, not both")]
+    CredentialAndInstallations,
+    /// An OAuth setting is missing or invalid (named, never its value).
+    #[error("invalid OAuth setting: {0}")]
+    OAuth(&'static str),
     /// The HTTP client could not be built (TLS setup).
     #[error("the HTTP client could not be built")]
     HttpClient(#[source] BoxError),

@@ -7,6 +7,7 @@
 //! | `AgentSessionEvent` `prompted` | [`AgentSessionAction::Prompted`], text from `agentActivity.content.body` |
 //! | `Comment` `create` | [`EventKind::Message`] in the comment thread (`parentId ?? id`) |
 //! | our own comments and activities, bot comments, comments outside issues | [`Inbound::Ignored`] |
+//! | `OAuthApp` `revoked`, in installation mode | [`EventKind::Other`] named [`OAUTH_APP_REVOKED`], in the organization's tenant: the adapter's `resolve` deletes the installation and ignores it |
 //! | any other type or action | [`Inbound::Ignored`] (`unsupported:{type}:{action}`) |
 //!
 //! Dedupe keys name the entity, not the delivery: `session:{id}:created`,
@@ -16,8 +17,9 @@
 use bytes::Bytes;
 use chat_core::{
     AgentSession, AgentSessionAction, Author, DedupeKey, Event, EventId, EventKind, Inbound,
-    Message, MessageChange, WebhookError,
+    Message, MessageChange, OtherEvent, Platform, ThreadRef, WebhookError,
 };
+use serde::Deserialize;
 
 use crate::adapter::Config;
 use crate::payload::{
@@ -25,6 +27,10 @@ use crate::payload::{
 };
 use crate::signature::DELIVERY_HEADER;
 use crate::thread::{comment_thread, session_thread};
+
+/// The [`OtherEvent`] name of an `OAuthApp` `revoked` webhook (installation
+/// mode): the app's access to the organization was revoked.
+pub const OAUTH_APP_REVOKED: &str = "OAuthApp.revoked";
 
 /// A [`WebhookError::Malformed`] naming where parsing failed, without quoting
 /// the payload.
@@ -69,12 +75,51 @@ pub(crate) fn parse(
     match (head.kind.as_str(), head.action.as_str()) {
         ("AgentSessionEvent", _) => agent_session_event(cfg, delivery, body, now_ms),
         ("Comment", "create") => comment_created(cfg, delivery, body, now_ms),
+        ("OAuthApp", "revoked") if cfg.lifecycle_events => {
+            oauth_app_revoked(delivery, body, now_ms)
+        }
         (kind, action) => Ok(ignored(format!(
             "unsupported:{}:{}",
             reason_part(kind),
             reason_part(action)
         ))),
     }
+}
+
+/// `OAuthAppWebhookPayload` with `action: revoked`: an event of the
+/// organization, which the adapter's `resolve` acts on (and never admits).
+fn oauth_app_revoked(
+    delivery: Option<String>,
+    body: &Bytes,
+    now_ms: u64,
+) -> Result<Inbound, WebhookError> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Revoked {
+        #[serde(default)]
+        organization_id: String,
+        #[serde(default)]
+        oauth_client_id: String,
+    }
+    let p: Revoked = serde_json::from_slice(body).map_err(|e| malformed("OAuthApp", &e))?;
+    if p.organization_id.is_empty() {
+        return Err(WebhookError::Malformed(
+            "OAuthApp: no organizationId".to_owned(),
+        ));
+    }
+    let data = serde_json::from_slice(body).map_err(|e| malformed("OAuthApp", &e))?;
+    let dedupe = format!("oauth-app:{}:revoked", reason_part(&p.oauth_client_id));
+    Ok(event(
+        delivery,
+        dedupe,
+        ThreadRef::new(Platform::Linear, p.organization_id, "", ""),
+        EventKind::Other(OtherEvent {
+            name: OAUTH_APP_REVOKED.to_owned(),
+            data,
+        }),
+        body,
+        now_ms,
+    ))
 }
 
 fn ignored(reason: impl Into<String>) -> Inbound {

@@ -92,11 +92,26 @@
 //!
 //! ## Several workspaces
 //!
-//! An agent gets one OAuth token per workspace. Give each with
+//! An agent gets one OAuth token per workspace. A fixed set can be given at
+//! build time with
 //! [`organization_credential`](LinearAdapterBuilder::organization_credential):
 //! calls about a thread use its organization's token, and
 //! [`for_organization`](LinearAdapter::for_organization) picks one for calls
 //! that name only an id.
+//!
+//! An agent installed by anyone takes an
+//! [`InstallationStore`](chat_core::InstallationStore) as its credential
+//! source instead ([`installations`](LinearAdapterBuilder::installations)),
+//! filled by [`LinearOAuth`], the `actor=app` install flow: one installation
+//! per `organizationId`, its app user discovered with the `viewer` query.
+//! Each delivery is resolved to its organization's installation (none: 200
+//! and ignored; a store failure: 500, so Linear retries); the app user's own
+//! comments are ignored; every call uses the organization's token, refreshed
+//! before it expires when the adapter has the flow
+//! ([`token_refresh`](LinearAdapterBuilder::token_refresh)); an `OAuthApp`
+//! `revoked` webhook deletes the installation. The token endpoint's refresh
+//! parameters and client authentication are settings
+//! ([`ClientAuth`]), since they were not checked against Linear's page.
 //!
 //! ## A complete agent
 //!
@@ -151,6 +166,8 @@ mod clock;
 mod error;
 mod first;
 pub mod inbound;
+mod oauth;
+mod oauth_state;
 mod operations;
 pub mod payload;
 mod respond;
@@ -165,4 +182,8 @@ pub use adapter::{
 };
 pub use clock::{Clock, SystemClock};
 pub use error::{BuildError, DeadlineExceeded};
+pub use oauth::{
+    ClientAuth, DEFAULT_AUTHORIZE_URL, DEFAULT_SCOPES, DEFAULT_STATE_COOKIE, DEFAULT_TOKEN_URL,
+    LinearOAuth, LinearOAuthBuilder, OAuthError, StateError,
+};
 pub use thread::{LinearThread, SessionTarget};

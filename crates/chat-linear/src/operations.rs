@@ -77,6 +77,15 @@ pub(crate) const VIEWER: &str = "query Viewer {
   }
 }";
 
+pub(crate) const VIEWER_ORGANIZATION: &str = "query ViewerOrganization {
+  viewer {
+    id
+    organization {
+      id
+    }
+  }
+}";
+
 /// `agentActivityCreate` for `activity` in `session_id`, with `id` as the
 /// activity's client-supplied id.
 pub(crate) fn agent_activity_create(session_id: &str, activity: &Activity, id: &str) -> Operation {
@@ -165,6 +174,17 @@ pub(crate) fn viewer() -> Operation {
     Operation {
         name: "Viewer",
         document: VIEWER,
+        variables: json!({}),
+        field: "viewer",
+    }
+}
+
+/// The `viewer` query with its organization: after an install, the app user
+/// and the organization the new token is for.
+pub(crate) fn viewer_organization() -> Operation {
+    Operation {
+        name: "ViewerOrganization",
+        document: VIEWER_ORGANIZATION,
         variables: json!({}),
         field: "viewer",
     }

@@ -7,8 +7,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
-    AdapterError, Event, Inbound, MessageRef, OutboundMessage, Platform, PlatformAdapter,
-    TextFormat, ThreadRef, Verdict, WebhookError,
+    AdapterError, BoxError, Event, EventKind, Inbound, Installation, InstallationStore, MessageRef,
+    OutboundMessage, Platform, PlatformAdapter, Resolution, TenantId, TextFormat, ThreadRef,
+    Verdict, WebhookError,
 };
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
@@ -16,7 +17,7 @@ use tokio::time::Instant;
 use crate::client::{BotIdentity, DEFAULT_API_BASE_URL, SlackClient};
 use crate::clock::{Clock, SystemClock};
 use crate::error::BuildError;
-use crate::inbound::{self, Context};
+use crate::inbound::{self, Context, mentions_user};
 use crate::mrkdwn::markdown_to_mrkdwn;
 use crate::respond::{self, Texts};
 use crate::signature::Verifier;
@@ -25,10 +26,28 @@ use crate::signature::Verifier;
 const LEARN_RETRY: Duration = Duration::from_secs(60);
 
 /// The Slack adapter: verifies, parses and answers webhook deliveries, and
-/// posts through the Web API with one bot token.
+/// posts through the Web API — with one bot token, or with each workspace's
+/// own from an installation store.
 ///
 /// Built with [`SlackAdapter::builder`]. Its `Debug` output never shows the
-/// signing secret or the token.
+/// signing secret or a token.
+///
+/// **Two modes, exactly one per adapter.**
+///
+/// * *Single-token mode* ([`bot_token`](SlackAdapterBuilder::bot_token)): one
+///   workspace, one `xoxb-` token.
+/// * *Installation mode* ([`installations`](SlackAdapterBuilder::installations)):
+///   a bot distributed to many workspaces. Each delivery, once its signature
+///   is checked, is resolved to its installation — `authorizations[0]`'s
+///   enterprise id for an org-wide install, else its team id — in the
+///   runtime's [`resolve`](PlatformAdapter::resolve) step: a workspace with no
+///   installation is acknowledged and recorded as ignored; a store that
+///   cannot answer makes the delivery fail with a 500, so Slack retries it.
+///   The installation's bot user and bot id recognize the bot's own messages,
+///   and every outbound call about a thread uses the token of the thread's
+///   tenant. `app_uninstalled`, and `tokens_revoked` naming the bot's token,
+///   delete the installation. [`SlackOAuth`](crate::SlackOAuth) is the
+///   install flow that fills the store.
 ///
 /// **Which messages are "ours".** Our own messages are always ignored, and
 /// other bots' by default ([`SlackAdapterBuilder::ignore_other_bots`]). The
@@ -42,7 +61,11 @@ const LEARN_RETRY: Duration = Duration::from_secs(60);
 pub struct SlackAdapter {
     name: String,
     verifier: Verifier,
+    /// Single-token mode: the client with the token. Installation mode: the
+    /// shared pool without a token, which each call completes with its
+    /// tenant's token.
     client: SlackClient,
+    installations: Option<Arc<dyn InstallationStore>>,
     configured: BotIdentity,
     learned: OnceCell<BotIdentity>,
     last_learn_attempt: Mutex<Option<Instant>>,
@@ -58,6 +81,7 @@ impl fmt::Debug for SlackAdapter {
             .field("name", &self.name)
             .field("verifier", &self.verifier)
             .field("client", &self.client)
+            .field("installation_mode", &self.installations.is_some())
             .field("configured", &self.configured)
             .field("learned", &self.learned.get())
             .field("ignore_other_bots", &self.ignore_other_bots)
@@ -66,13 +90,15 @@ impl fmt::Debug for SlackAdapter {
     }
 }
 
-/// Settings of a [`SlackAdapter`]. A signing secret and a bot token are
-/// required; everything else has a default.
+/// Settings of a [`SlackAdapter`]. A signing secret is required, and exactly
+/// one of a bot token and an installation store; everything else has a
+/// default.
 #[must_use]
 pub struct SlackAdapterBuilder {
     name: String,
     signing_secret: Option<String>,
     bot_token: Option<String>,
+    installations: Option<Arc<dyn InstallationStore>>,
     bot_user_id: Option<String>,
     bot_id: Option<String>,
     api_base_url: String,
@@ -95,6 +121,7 @@ impl fmt::Debug for SlackAdapterBuilder {
                 &self.signing_secret.as_ref().map(|_| "<redacted>"),
             )
             .field("bot_token", &self.bot_token.as_ref().map(|_| "<redacted>"))
+            .field("installations", &self.installations.is_some())
             .field("bot_user_id", &self.bot_user_id)
             .field("bot_id", &self.bot_id)
             .field("api_base_url", &self.api_base_url)
@@ -110,6 +137,7 @@ impl Default for SlackAdapterBuilder {
             name: "slack".to_owned(),
             signing_secret: None,
             bot_token: None,
+            installations: None,
             bot_user_id: None,
             bot_id: None,
             api_base_url: DEFAULT_API_BASE_URL.to_owned(),
@@ -140,19 +168,33 @@ impl SlackAdapterBuilder {
         self
     }
 
-    /// The bot token (`xoxb-…`) for Web API calls. Required.
+    /// Single-token mode: the bot token (`xoxb-…`) for Web API calls.
+    /// Exactly one of this and [`installations`](Self::installations) is
+    /// required.
     pub fn bot_token(mut self, token: impl Into<String>) -> Self {
         self.bot_token = Some(token.into());
         self
     }
 
-    /// The bot's user id (`U…`), if known; else learned from `auth.test`.
+    /// Installation mode: the store of the workspaces the app is installed
+    /// in (filled by [`SlackOAuth`](crate::SlackOAuth)). Each delivery is
+    /// resolved to its installation and each outbound call uses its tenant's
+    /// token. Exactly one of this and [`bot_token`](Self::bot_token) is
+    /// required.
+    pub fn installations(mut self, store: Arc<dyn InstallationStore>) -> Self {
+        self.installations = Some(store);
+        self
+    }
+
+    /// Single-token mode: the bot's user id (`U…`), if known; else learned
+    /// from `auth.test`.
     pub fn bot_user_id(mut self, id: impl Into<String>) -> Self {
         self.bot_user_id = Some(id.into());
         self
     }
 
-    /// The bot's bot id (`B…`), if known; else learned from `auth.test`.
+    /// Single-token mode: the bot's bot id (`B…`), if known; else learned
+    /// from `auth.test`.
     pub fn bot_id(mut self, id: impl Into<String>) -> Self {
         self.bot_id = Some(id.into());
         self
@@ -222,23 +264,38 @@ impl SlackAdapterBuilder {
         self
     }
 
-    /// Builds the adapter.
+    /// Builds the adapter. A [`BuildError`] when the signing secret is
+    /// missing, when both or neither of a bot token and an installation
+    /// store are given, or when a bot identity is configured in installation
+    /// mode.
     pub fn build(self) -> Result<SlackAdapter, BuildError> {
         let secret = self
             .signing_secret
             .filter(|s| !s.is_empty())
             .ok_or(BuildError::MissingSigningSecret)?;
-        let token = self.bot_token.ok_or(BuildError::MissingBotToken)?;
-        let client = SlackClient::builder(token)
-            .base_url(self.api_base_url)
-            .max_retries(self.max_retries)
-            .retry_budget(self.retry_budget)
-            .request_timeout(self.request_timeout)
-            .build()?;
+        let builder = |token: String| {
+            SlackClient::builder(token)
+                .base_url(self.api_base_url.clone())
+                .max_retries(self.max_retries)
+                .retry_budget(self.retry_budget)
+                .request_timeout(self.request_timeout)
+        };
+        let client = match (self.bot_token, &self.installations) {
+            (Some(_), Some(_)) => return Err(BuildError::TokenAndInstallations),
+            (None, None) => return Err(BuildError::MissingBotToken),
+            (Some(token), None) => builder(token).build()?,
+            (None, Some(_)) => {
+                if self.bot_user_id.is_some() || self.bot_id.is_some() {
+                    return Err(BuildError::IdentityWithInstallations);
+                }
+                builder(String::new()).build_unauthenticated()?
+            }
+        };
         Ok(SlackAdapter {
             name: self.name,
             verifier: Verifier::new(&secret, self.timestamp_tolerance),
             client,
+            installations: self.installations,
             configured: BotIdentity::new(
                 self.bot_user_id.filter(|s| !s.is_empty()),
                 self.bot_id.filter(|s| !s.is_empty()),
@@ -261,14 +318,51 @@ impl SlackAdapter {
 
     /// The Web API client, for what the [`PlatformAdapter`] methods do not
     /// cover (ephemeral messages, modals, reactions removal, any method via
-    /// [`SlackClient::call`]).
+    /// [`SlackClient::call`]). In installation mode it has no token: use
+    /// [`client_for`](Self::client_for).
     pub fn client(&self) -> &SlackClient {
         &self.client
     }
 
+    /// The Web API client for `tenant` (an event's
+    /// [`tenant()`](chat_core::Event::tenant)): in installation mode with
+    /// that installation's token; in single-token mode the one client.
+    ///
+    /// Errors: [`AdapterError::Unsupported`] when the bot is not installed
+    /// in the tenant, [`AdapterError::Transport`] (with the store's error as
+    /// its source) when the store cannot answer.
+    pub async fn client_for(&self, tenant: &TenantId) -> Result<SlackClient, AdapterError> {
+        let Some(store) = &self.installations else {
+            return Ok(self.client.clone());
+        };
+        let installation = store
+            .get(Platform::Slack, tenant)
+            .await
+            .map_err(|e| AdapterError::Transport(Box::new(e)))?
+            .ok_or(AdapterError::Unsupported(
+                "the bot is not installed in this workspace",
+            ))?;
+        self.client
+            .with_token(installation.access_token.expose())
+            .map_err(|e| AdapterError::Transport(Box::new(e)))
+    }
+
+    /// The installation store, in installation mode.
+    pub fn installations(&self) -> Option<&Arc<dyn InstallationStore>> {
+        self.installations.as_ref()
+    }
+
     /// The bot's identity: the configured ids, completed by one `auth.test`
-    /// call whose answer is cached.
+    /// call whose answer is cached. Single-token mode only: in installation
+    /// mode every installation has its own
+    /// ([`Installation::bot_user_id`], [`Installation::bot_id`]), and this is
+    /// [`AdapterError::Unsupported`].
     pub async fn identity(&self) -> Result<BotIdentity, AdapterError> {
+        if self.installations.is_some() {
+            return Err(AdapterError::Unsupported(
+                "in installation mode each installation has its own identity",
+            ));
+        }
         if self.configured.user_id.is_some() && self.configured.bot_id.is_some() {
             return Ok(self.configured.clone());
         }
@@ -294,7 +388,7 @@ impl SlackAdapter {
     /// log (the installation's bot user in each delivery still identifies us).
     async fn learn_identity(&self) {
         let complete = self.configured.user_id.is_some() && self.configured.bot_id.is_some();
-        if complete || self.learned.initialized() {
+        if complete || self.learned.initialized() || self.installations.is_some() {
             return;
         }
         {
@@ -328,6 +422,40 @@ impl SlackAdapter {
             Ok(())
         }
     }
+}
+
+/// Whether a `tokens_revoked` event names bot tokens (`tokens.bot`), which
+/// ends the installation; revoked user tokens leave the bot working.
+fn revokes_bot_token(data: &serde_json::Value) -> bool {
+    data.pointer("/tokens/bot")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|bots| !bots.is_empty())
+}
+
+/// The installation's part of parsing: its bot's own messages and reactions
+/// are ignored, and a message naming its bot user is a mention.
+fn apply_installation(installation: &Installation, event: &mut Event) -> Resolution {
+    match &mut event.kind {
+        EventKind::Message(m) => {
+            if installation.is_bot(&m.author.id) {
+                return Resolution::Ignored {
+                    reason: "own-message",
+                };
+            }
+            if !m.is_mention
+                && let Some(user) = installation.bot_user_id.as_deref()
+            {
+                m.is_mention = mentions_user(&m.text, user);
+            }
+        }
+        EventKind::Reaction(r) if installation.is_bot(&r.user.id) => {
+            return Resolution::Ignored {
+                reason: "own-reaction",
+            };
+        }
+        _ => {}
+    }
+    Resolution::Proceed
 }
 
 /// The text to send for a message: Markdown converted to mrkdwn, anything
@@ -381,12 +509,53 @@ impl PlatformAdapter for SlackAdapter {
             own_user_ids: learned.user_id.into_iter().collect(),
             own_bot_ids: learned.bot_id.into_iter().collect(),
             ignore_bots: self.ignore_other_bots,
+            lifecycle_events: self.installations.is_some(),
             received_at_ms: self.now_ms(),
             attempt,
             retry_reason,
             raw: body.clone(),
         };
         inbound::parse(&cx, inbound::content_type(&parts.headers), body)
+    }
+
+    /// Installation mode: the event's installation, its own-message filter,
+    /// and uninstalls. Single-token mode: nothing to do.
+    async fn resolve(&self, event: &mut Event) -> Result<Resolution, BoxError> {
+        let Some(store) = &self.installations else {
+            return Ok(Resolution::Proceed);
+        };
+        let tenant = event.thread.tenant.clone();
+        if let EventKind::Other(other) = &event.kind {
+            match other.name.as_str() {
+                "app_uninstalled" => {
+                    let removed = store.delete(Platform::Slack, &tenant).await?;
+                    tracing::info!(tenant = %tenant, removed, "slack: app uninstalled; installation deleted");
+                    return Ok(Resolution::Ignored {
+                        reason: "app-uninstalled",
+                    });
+                }
+                "tokens_revoked" if revokes_bot_token(&other.data) => {
+                    let removed = store.delete(Platform::Slack, &tenant).await?;
+                    tracing::info!(tenant = %tenant, removed, "slack: bot token revoked; installation deleted");
+                    return Ok(Resolution::Ignored {
+                        reason: "tokens-revoked",
+                    });
+                }
+                "tokens_revoked" => {
+                    return Ok(Resolution::Ignored {
+                        reason: "user-tokens-revoked",
+                    });
+                }
+                _ => {}
+            }
+        }
+        let Some(installation) = store.get(Platform::Slack, &tenant).await? else {
+            tracing::info!(tenant = %tenant, event_id = %event.id, "slack: delivery for a workspace without an installation");
+            return Ok(Resolution::Ignored {
+                reason: "unknown-installation",
+            });
+        };
+        Ok(apply_installation(&installation, event))
     }
 
     fn respond(&self, event: Option<&Event>, verdict: &Verdict) -> http::Response<Bytes> {
@@ -404,9 +573,10 @@ impl PlatformAdapter for SlackAdapter {
         require_channel(&thread.channel)?;
         let text = render(message);
         let thread_ts = Some(thread.thread.as_str()).filter(|t| !t.is_empty());
+        let client = self.client_for(&thread.tenant).await?;
         let ((), posted) = tokio::join!(
             self.learn_identity(),
-            self.client.post_message(&thread.channel, thread_ts, &text)
+            client.post_message(&thread.channel, thread_ts, &text)
         );
         let posted = posted?;
         let mut thread = thread.clone();
@@ -426,7 +596,8 @@ impl PlatformAdapter for SlackAdapter {
         content: &OutboundMessage,
     ) -> Result<(), AdapterError> {
         require_channel(&message.thread.channel)?;
-        self.client
+        self.client_for(&message.thread.tenant)
+            .await?
             .update_message(&message.thread.channel, &message.id, &render(content))
             .await
     }
@@ -434,7 +605,8 @@ impl PlatformAdapter for SlackAdapter {
     /// `chat.delete`.
     async fn delete(&self, message: &MessageRef) -> Result<(), AdapterError> {
         require_channel(&message.thread.channel)?;
-        self.client
+        self.client_for(&message.thread.tenant)
+            .await?
             .delete_message(&message.thread.channel, &message.id)
             .await
     }
@@ -442,7 +614,8 @@ impl PlatformAdapter for SlackAdapter {
     /// `reactions.add`; already having reacted is success.
     async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
         require_channel(&message.thread.channel)?;
-        self.client
+        self.client_for(&message.thread.tenant)
+            .await?
             .add_reaction(&message.thread.channel, &message.id, emoji)
             .await
     }
@@ -457,7 +630,8 @@ impl PlatformAdapter for SlackAdapter {
         if thread.channel.is_empty() || thread.thread.is_empty() {
             return Ok(());
         }
-        self.client
+        self.client_for(&thread.tenant)
+            .await?
             .set_assistant_status(&thread.channel, &thread.thread, status.unwrap_or(""))
             .await
     }

@@ -20,7 +20,9 @@ pub const DEFAULT_API_BASE_URL: &str = "https://slack.com/api";
 
 /// A Web API client bound to one bot token.
 ///
-/// Cheap to clone (the connection pool and settings are shared). Every call
+/// Cheap to clone (the connection pool and settings are shared), and
+/// [`with_token`](Self::with_token) makes a client for another token on the
+/// same pool (one per installation, in installation mode). Every call
 /// sends `POST {base}/{method}` with a JSON body and `Authorization: Bearer …`.
 ///
 /// * An answer with `"ok": false` is [`AdapterError::Api`] with Slack's error
@@ -38,13 +40,15 @@ pub const DEFAULT_API_BASE_URL: &str = "https://slack.com/api";
 #[derive(Clone)]
 pub struct SlackClient {
     inner: Arc<Inner>,
+    /// `Bearer {token}`; `None` only for the crate's own unauthenticated
+    /// calls (`oauth.v2.access`) and the template of installation mode.
+    auth: Option<HeaderValue>,
     deadline: Option<Instant>,
 }
 
 struct Inner {
     http: reqwest::Client,
     base_url: String,
-    auth: HeaderValue,
     max_retries: u32,
     retry_budget: Duration,
     request_timeout: Duration,
@@ -54,7 +58,7 @@ impl fmt::Debug for SlackClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SlackClient")
             .field("base_url", &self.inner.base_url)
-            .field("token", &"<redacted>")
+            .field("token", &self.auth.as_ref().map(|_| "<redacted>"))
             .field("max_retries", &self.inner.max_retries)
             .field("retry_budget", &self.inner.retry_budget)
             .field("request_timeout", &self.inner.request_timeout)
@@ -115,12 +119,16 @@ impl SlackClientBuilder {
 
     /// Builds the client.
     pub fn build(self) -> Result<SlackClient, BuildError> {
-        if self.token.is_empty() {
-            return Err(BuildError::MissingBotToken);
-        }
-        let mut auth = HeaderValue::from_str(&format!("Bearer {}", self.token))
-            .map_err(|_| BuildError::InvalidBotToken)?;
-        auth.set_sensitive(true);
+        let auth = bearer(&self.token)?;
+        let mut client = self.build_unauthenticated()?;
+        client.auth = Some(auth);
+        Ok(client)
+    }
+
+    /// Builds a client without a token: the shared connection pool of
+    /// installation mode (each call takes its tenant's token with
+    /// [`SlackClient::with_token`]), and the OAuth flow's `oauth.v2.access`.
+    pub(crate) fn build_unauthenticated(self) -> Result<SlackClient, BuildError> {
         let url = reqwest::Url::parse(&self.base_url)
             .map_err(|_| BuildError::InvalidBaseUrl(self.base_url.clone()))?;
         if !matches!(url.scheme(), "http" | "https") || url.cannot_be_a_base() {
@@ -134,14 +142,25 @@ impl SlackClientBuilder {
             inner: Arc::new(Inner {
                 http,
                 base_url: self.base_url.trim_end_matches('/').to_owned(),
-                auth,
                 max_retries: self.max_retries,
                 retry_budget: self.retry_budget,
                 request_timeout: self.request_timeout,
             }),
+            auth: None,
             deadline: None,
         })
     }
+}
+
+/// `Bearer {token}` as a sensitive header value.
+fn bearer(token: &str) -> Result<HeaderValue, BuildError> {
+    if token.is_empty() {
+        return Err(BuildError::MissingBotToken);
+    }
+    let mut auth = HeaderValue::from_str(&format!("Bearer {token}"))
+        .map_err(|_| BuildError::InvalidBotToken)?;
+    auth.set_sensitive(true);
+    Ok(auth)
 }
 
 /// Who a token belongs to, from `auth.test`.
@@ -202,8 +221,24 @@ impl SlackClient {
     pub fn with_deadline(&self, deadline: Instant) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
+            auth: self.auth.clone(),
             deadline: Some(deadline),
         }
+    }
+
+    /// The same client (connection pool, base URL, retry settings and
+    /// deadline) calling with another token: one installation's bot token.
+    pub fn with_token(&self, token: &str) -> Result<Self, BuildError> {
+        Ok(Self {
+            inner: Arc::clone(&self.inner),
+            auth: Some(bearer(token)?),
+            deadline: self.deadline,
+        })
+    }
+
+    /// Whether the client has a token.
+    pub fn has_token(&self) -> bool {
+        self.auth.is_some()
     }
 
     /// The same client, with every call bounded by `timeout` from now.
@@ -225,8 +260,42 @@ impl SlackClient {
     /// Calls any Web API method with a JSON body and returns Slack's answer
     /// (with `"ok": true`).
     pub async fn call(&self, method: &str, body: &Value) -> Result<Value, AdapterError> {
-        let url = format!("{}/{method}", self.inner.base_url);
         let payload = serde_json::to_vec(body).map_err(|e| AdapterError::Decode(Box::new(e)))?;
+        self.send(
+            method,
+            payload,
+            HeaderValue::from_static("application/json; charset=utf-8"),
+            self.auth.as_ref(),
+        )
+        .await
+    }
+
+    /// Calls a method with a form body and no token (`oauth.v2.access`, whose
+    /// client credentials are in the form).
+    pub(crate) async fn call_form_unauthenticated(
+        &self,
+        method: &str,
+        form: &[(&str, &str)],
+    ) -> Result<Value, AdapterError> {
+        let payload =
+            serde_urlencoded::to_string(form).map_err(|e| AdapterError::Decode(Box::new(e)))?;
+        self.send(
+            method,
+            payload.into_bytes(),
+            HeaderValue::from_static("application/x-www-form-urlencoded"),
+            None,
+        )
+        .await
+    }
+
+    async fn send(
+        &self,
+        method: &str,
+        payload: Vec<u8>,
+        content_type: HeaderValue,
+        auth: Option<&HeaderValue>,
+    ) -> Result<Value, AdapterError> {
+        let url = format!("{}/{method}", self.inner.base_url);
         let deadline = self
             .deadline
             .unwrap_or_else(|| Instant::now() + self.inner.retry_budget);
@@ -241,17 +310,17 @@ impl SlackClient {
                 Some(_) => remaining.min(self.inner.request_timeout),
                 None => self.inner.request_timeout,
             };
-            let response = self
+            let mut request = self
                 .inner
                 .http
                 .post(&url)
-                .header(AUTHORIZATION, self.inner.auth.clone())
-                .header(
-                    CONTENT_TYPE,
-                    HeaderValue::from_static("application/json; charset=utf-8"),
-                )
+                .header(CONTENT_TYPE, content_type.clone())
                 .body(payload.clone())
-                .timeout(timeout)
+                .timeout(timeout);
+            if let Some(auth) = auth {
+                request = request.header(AUTHORIZATION, auth.clone());
+            }
+            let response = request
                 .send()
                 .await
                 .map_err(|e| AdapterError::Transport(Box::new(e)))?;

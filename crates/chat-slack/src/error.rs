@@ -11,9 +11,18 @@ pub enum BuildError {
     /// No signing secret was given.
     #[error("a Slack signing secret is required")]
     MissingSigningSecret,
-    /// No bot token was given.
-    #[error("a Slack bot token is required")]
+    /// Neither a bot token nor an installation store was given (the adapter
+    /// needs exactly one), or a token is empty.
+    #[error("a Slack bot token or an installation store is required")]
     MissingBotToken,
+    /// Both a bot token and an installation store were given: single-token
+    /// mode and installation mode exclude each other.
+    #[error("give either a Slack bot token or an installation store, not both")]
+    TokenAndInstallations,
+    /// A bot user id or bot id was configured in installation mode, where
+    /// each installation carries its own.
+    #[error("bot_user_id and bot_id belong to single-token mode; installations carry their own")]
+    IdentityWithInstallations,
     /// The bot token cannot be sent in an HTTP header.
     #[error("the Slack bot token is not a valid header value")]
     InvalidBotToken,
@@ -23,4 +32,7 @@ pub enum BuildError {
     /// The HTTP client could not be built (TLS setup).
     #[error("the HTTP client could not be built")]
     HttpClient(#[source] BoxError),
+    /// An OAuth setting is missing or invalid (named, never its value).
+    #[error("invalid OAuth setting: {0}")]
+    OAuth(&'static str),
 }

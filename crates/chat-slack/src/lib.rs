@@ -20,6 +20,9 @@
 //! * **Outbound** ([`SlackClient`]): the Web API over rustls, `ok:false` as
 //!   [`AdapterError::Api`](chat_core::AdapterError::Api), 429s waited out
 //!   within a deadline, and Markdown converted to mrkdwn ([`mrkdwn`]).
+//! * **Many workspaces**: installation mode (each delivery resolved to its
+//!   workspace's installation, each call made with its token) and the OAuth
+//!   v2 install flow ([`SlackOAuth`]). See "Many workspaces" below.
 //!
 //! ## A Slack bot on axum
 //!
@@ -119,6 +122,47 @@
 //! # }
 //! ```
 //!
+//! ## Many workspaces
+//!
+//! A bot distributed to many workspaces takes an
+//! [`InstallationStore`](chat_core::InstallationStore) instead of a bot token
+//! (`chat-installations` has one on the state backend's KV, sealed with
+//! AES-256-GCM), and mounts [`SlackOAuth`]'s install and callback routes,
+//! which fill it:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use chat_core::InstallationStore;
+//! use chat_slack::{SlackAdapter, SlackOAuth};
+//!
+//! # fn setup(store: Arc<dyn InstallationStore>) -> Result<(), Box<dyn std::error::Error>> {
+//! let slack = SlackAdapter::builder()
+//!     .signing_secret(std::env::var("SLACK_SIGNING_SECRET")?)
+//!     .installations(Arc::clone(&store)) // instead of .bot_token(..)
+//!     .build()?;
+//! let oauth = SlackOAuth::builder()
+//!     .client_id(std::env::var("SLACK_CLIENT_ID")?)
+//!     .client_secret(std::env::var("SLACK_CLIENT_SECRET")?)
+//!     .state_secret(std::env::var("SLACK_STATE_SECRET")?)
+//!     .scopes(["app_mentions:read", "channels:history", "chat:write"])
+//!     .installations(store)
+//!     .build()?;
+//! # let _ = (slack, oauth);
+//! # Ok(()) }
+//! ```
+//!
+//! Each delivery is resolved after its signature check, in the runtime's
+//! [`resolve`](chat_core::PlatformAdapter::resolve) step: the installation
+//! of `authorizations[0]` (its enterprise id for an org-wide install, else
+//! its team id). A workspace without one is acknowledged with a 200 and
+//! recorded as ignored (`unknown-installation`); a store that cannot answer
+//! makes it a 500, so Slack retries. The installation's bot user and bot id
+//! recognize the bot's own messages; posts, edits, reactions and statuses
+//! use the thread's workspace token ([`SlackAdapter::client_for`] gives that
+//! client to handlers). `app_uninstalled`, and `tokens_revoked` naming bot
+//! tokens, delete the installation. Single-token and installation mode
+//! exclude each other: giving both, or neither, is a [`BuildError`].
+//!
 //! ## What each delivery becomes
 //!
 //! | delivery | [`EventKind`](chat_core::EventKind) | thread | dedupe key |
@@ -136,6 +180,7 @@
 //! | `block_actions` | `Action` (the first action) | the message's thread, or the modal's root view | `trigger_id` |
 //! | `view_submission` / `view_closed` | `ModalSubmit` / `ModalClose` | no channel; the root view id | `trigger_id`, else a body digest |
 //! | `shortcut`, `message_action` | `Other` (by type, the payload as data) | the message's thread, else the `trigger_id` | `trigger_id` |
+//! | `app_uninstalled`, `tokens_revoked` (installation mode) | `Other` (by name), handled by the adapter's `resolve` and never admitted | channel-level (empty) | `event_id` |
 //! | own or (by default) other bots' messages, edits and deletes; own reactions; channel notices (`channel_join`, …); unfurls; unknown types | [`Inbound::Ignored`](chat_core::Inbound::Ignored) with a reason | | |
 //!
 //! The tenant is `authorizations[0]`'s enterprise id for an org-wide install,
@@ -175,6 +220,8 @@ mod clock;
 mod error;
 mod inbound;
 pub mod mrkdwn;
+mod oauth;
+mod oauth_state;
 mod respond;
 pub mod signature;
 
@@ -184,4 +231,8 @@ pub use client::{
 };
 pub use clock::{Clock, SystemClock};
 pub use error::BuildError;
+pub use oauth::{
+    DEFAULT_AUTHORIZE_URL, DEFAULT_STATE_COOKIE, OAuthError, SlackOAuth, SlackOAuthBuilder,
+    StateError,
+};
 pub use respond::NO_RETRY_HEADER;

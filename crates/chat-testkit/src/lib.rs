@@ -16,6 +16,9 @@
 //! * [`FakeLinear`]: Linear's GraphQL API served in-process on `127.0.0.1`,
 //!   recording every request (operation, variables, `Authorization`) and
 //!   answering from per-operation scripts (GraphQL errors, rate limits, delays).
+//! * [`FakeSlackOAuth`], [`FakeLinearOAuth`]: the platforms' OAuth install
+//!   endpoints (authorize, token exchange and refresh, and the identity of a
+//!   token), with workspaces that approve installs, for install-flow tests.
 //!
 //! ```
 //! use chat_core::{Concurrency, Decision};
@@ -37,12 +40,16 @@ mod adapter;
 pub mod conformance;
 pub mod events;
 mod fake_linear;
+mod fake_oauth;
 mod fake_slack;
 mod harness;
 
 pub use adapter::{SIGNATURE_HEADER, ScriptedAdapter};
 pub use events::{EventBuilder, user};
 pub use fake_linear::{FakeLinear, LinearCall, LinearReply, RATELIMIT_RESET_HEADER};
+pub use fake_oauth::{
+    FakeLinearOAuth, FakeSlackOAuth, LinearOrganization, SlackWorkspace, TokenRequest,
+};
 pub use fake_slack::{FakeSlack, RetryAfter, SlackCall, SlackReply};
 pub use harness::{
     Clock, Harness, expect_handoff_run, expect_hold, expect_run, expect_wait, ids, ok,

@@ -109,6 +109,9 @@ fn callback(cx: &Context, env: Envelope) -> Result<Inbound, WebhookError> {
             assistant_thread(cx, &d, kind, event)
         }
         "app_home_opened" | "member_joined_channel" => channel_event(cx, &d, kind, event),
+        "app_uninstalled" | "tokens_revoked" if cx.lifecycle_events => {
+            Ok(lifecycle(cx, &d, kind, event))
+        }
         "" => Err(malformed("event without type")),
         other => Ok(ignored(format!("unsupported:{}", reason_name(other)))),
     }
@@ -368,4 +371,18 @@ fn channel_event(
             data: event,
         }),
     ))
+}
+
+/// `app_uninstalled` and `tokens_revoked` in installation mode: an event of
+/// the tenant, which the adapter's `resolve` acts on (and never admits).
+fn lifecycle(cx: &Context, d: &Delivery, kind: &str, event: serde_json::Value) -> Inbound {
+    cx.event(
+        d.event_id.clone(),
+        d.event_id.clone(),
+        thread(&d.tenant, "", ""),
+        EventKind::Other(OtherEvent {
+            name: kind.to_owned(),
+            data: event,
+        }),
+    )
 }

@@ -32,6 +32,9 @@ pub(crate) struct Context {
     pub(crate) own_bot_ids: Vec<String>,
     /// Ignore messages of other bots too (not only our own).
     pub(crate) ignore_bots: bool,
+    /// Installation mode: `app_uninstalled` and `tokens_revoked` become
+    /// events, for the adapter's `resolve` to delete the installation.
+    pub(crate) lifecycle_events: bool,
     pub(crate) received_at_ms: u64,
     pub(crate) attempt: u32,
     pub(crate) retry_reason: Option<String>,
@@ -77,14 +80,7 @@ impl Context {
         installation_user
             .into_iter()
             .chain(self.own_user_ids.iter().map(String::as_str))
-            .filter(|u| !u.is_empty())
-            .any(|u| {
-                text.match_indices("<@").any(|(i, _)| {
-                    let rest = &text[i + 2..];
-                    rest.strip_prefix(u)
-                        .is_some_and(|after| after.starts_with('>') || after.starts_with('|'))
-                })
-            })
+            .any(|u| mentions_user(text, u))
     }
 
     /// Builds the event with this delivery's metadata.
@@ -100,6 +96,16 @@ impl Context {
             raw: self.raw.clone(),
         }))
     }
+}
+
+/// Whether `text` @-mentions `user` (`<@U…>` or `<@U…|name>`).
+pub(crate) fn mentions_user(text: &str, user: &str) -> bool {
+    !user.is_empty()
+        && text.match_indices("<@").any(|(i, _)| {
+            let rest = &text[i + 2..];
+            rest.strip_prefix(user)
+                .is_some_and(|after| after.starts_with('>') || after.starts_with('|'))
+        })
 }
 
 /// Parses a verified delivery.

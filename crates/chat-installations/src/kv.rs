@@ -1,0 +1,164 @@
+//! [`KvInstallations`]: installations in a [`StateBackend`]'s KV, encrypted.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use chat_core::{
+    Installation, InstallationError, InstallationStore, Platform, SetMode, StateBackend, TenantId,
+};
+use ring::rand::SystemRandom;
+
+use crate::keys::KeyRing;
+use crate::sealed;
+
+/// The default prefix of the KV keys.
+pub const DEFAULT_KEY_PREFIX: &str = "installation";
+
+/// An [`InstallationStore`] on the KV of any [`StateBackend`]: with
+/// `chat-state-redis`, every replica sharing the Redis sees the same
+/// installations at once.
+///
+/// * Each installation is one KV entry, `{prefix}:{platform}:{tenant}`
+///   (`installation:slack:T061EG9R6`), without a TTL.
+/// * The whole installation is stored sealed with AES-256-GCM: a random
+///   96-bit nonce per write, the platform and tenant as associated data (a
+///   record copied to another tenant's key does not open), and the id of the
+///   sealing key beside it. See [`KeyRing`] for rotation.
+/// * Reads decrypt with whichever key of the ring the record names; a record
+///   under a key the ring lacks is [`InstallationError::MissingKey`], a
+///   tampered one [`InstallationError::Corrupt`]; backend failures are
+///   [`InstallationError::Unavailable`].
+/// * Nothing is cached: a `put` or `delete` on one replica is seen by the
+///   next `get` on any other.
+///
+/// Its `Debug` shows key ids, never keys or tokens.
+#[derive(Clone)]
+pub struct KvInstallations {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    state: Arc<dyn StateBackend>,
+    keys: KeyRing,
+    prefix: String,
+    random: SystemRandom,
+}
+
+impl fmt::Debug for KvInstallations {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KvInstallations")
+            .field("prefix", &self.inner.prefix)
+            .field("key_ids", &self.inner.keys.ids().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl KvInstallations {
+    /// A store on `state`'s KV, sealing with `keys`, under the key prefix
+    /// [`DEFAULT_KEY_PREFIX`].
+    pub fn new(state: Arc<dyn StateBackend>, keys: KeyRing) -> Self {
+        Self::with_prefix(state, keys, DEFAULT_KEY_PREFIX)
+    }
+
+    /// The same, under another KV key prefix (two bots sharing one backend
+    /// and one key prefix of it).
+    pub fn with_prefix(
+        state: Arc<dyn StateBackend>,
+        keys: KeyRing,
+        prefix: impl Into<String>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                state,
+                keys,
+                prefix: prefix.into(),
+                random: SystemRandom::new(),
+            }),
+        }
+    }
+
+    /// The KV key an installation of `tenant` on `platform` is stored under.
+    pub fn kv_key(&self, platform: Platform, tenant: &TenantId) -> String {
+        format!("{}:{platform}:{tenant}", self.inner.prefix)
+    }
+
+    /// The id of the key the stored record of `(platform, tenant)` was sealed
+    /// with, or `None` when there is none. For rotation: a record not under
+    /// the ring's current key is rewritten by reading it and putting it back.
+    pub async fn stored_key_id(
+        &self,
+        platform: Platform,
+        tenant: &TenantId,
+    ) -> Result<Option<String>, InstallationError> {
+        let stored = self
+            .inner
+            .state
+            .kv_get(&self.kv_key(platform, tenant))
+            .await?;
+        Ok(stored.and_then(|s| sealed::key_id(&s)))
+    }
+
+    /// The key ring.
+    pub fn keys(&self) -> &KeyRing {
+        &self.inner.keys
+    }
+}
+
+#[async_trait]
+impl InstallationStore for KvInstallations {
+    async fn get(
+        &self,
+        platform: Platform,
+        tenant: &TenantId,
+    ) -> Result<Option<Installation>, InstallationError> {
+        let Some(stored) = self
+            .inner
+            .state
+            .kv_get(&self.kv_key(platform, tenant))
+            .await?
+        else {
+            return Ok(None);
+        };
+        sealed::open(&self.inner.keys, platform, tenant, &stored).map(Some)
+    }
+
+    async fn put(&self, installation: &Installation) -> Result<(), InstallationError> {
+        check(installation)?;
+        let sealed = sealed::seal(&self.inner.keys, &self.inner.random, installation)?;
+        self.inner
+            .state
+            .kv_set(
+                &self.kv_key(installation.platform, &installation.tenant),
+                Bytes::from(sealed),
+                None,
+                SetMode::Always,
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn delete(
+        &self,
+        platform: Platform,
+        tenant: &TenantId,
+    ) -> Result<bool, InstallationError> {
+        Ok(self
+            .inner
+            .state
+            .kv_delete(&self.kv_key(platform, tenant))
+            .await?)
+    }
+}
+
+/// What every store refuses to keep.
+pub(crate) fn check(installation: &Installation) -> Result<(), InstallationError> {
+    if installation.tenant.as_str().is_empty() {
+        return Err(InstallationError::Invalid("empty tenant"));
+    }
+    if installation.access_token.is_empty() {
+        return Err(InstallationError::Invalid("empty access token"));
+    }
+    Ok(())
+}

@@ -1,0 +1,73 @@
+//! # chat-installations
+//!
+//! Where a bot installed in many Slack workspaces and Linear organizations
+//! keeps each one's credentials: implementations of chat-core's
+//! [`InstallationStore`](chat_core::InstallationStore).
+//!
+//! * [`MemoryInstallations`]: in process memory, for tests and single
+//!   processes.
+//! * [`KvInstallations`]: on the KV of any
+//!   [`StateBackend`](chat_core::StateBackend) — with `chat-state-redis`,
+//!   shared by every replica. Installations are encrypted at rest with
+//!   AES-256-GCM under keys from configuration, with rotation through a
+//!   [`KeyRing`]: the current key writes, every key of the ring reads.
+//!
+//! The adapters take the store as an `Arc<dyn InstallationStore>`
+//! (`SlackAdapter::builder().installations(..)`,
+//! `LinearAdapter::builder().installations(..)`), and so do their OAuth
+//! install flows, which put what a workspace's install returns.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use chat_core::{Installation, InstallationStore, Platform, Secret, StateBackend, TenantId};
+//! use chat_installations::{EncryptionKey, KeyRing, KvInstallations};
+//! use chat_state_memory::MemoryState;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! // In production: KeyRing::parse(&std::env::var("CHAT_INSTALLATION_KEYS")?)
+//! // with keys from `openssl rand -hex 32`, and a RedisState.
+//! let keys = KeyRing::new(EncryptionKey::from_hex("2024-07", &"5e".repeat(32))?);
+//! let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
+//! let store = KvInstallations::new(Arc::clone(&state), keys);
+//!
+//! let installation = Installation::new(Platform::Slack, "T061EG9R6", Secret::new("xoxb-17-19-pdFZ"))
+//!     .with_bot_user_id("U0KRQLJ9H")
+//!     .with_scopes(["app_mentions:read", "chat:write"]);
+//! store.put(&installation).await?;
+//!
+//! let tenant = TenantId::new("T061EG9R6");
+//! assert_eq!(store.get(Platform::Slack, &tenant).await?, Some(installation));
+//!
+//! // What the backend holds is sealed: the token is not in it.
+//! let stored = state.kv_get(&store.kv_key(Platform::Slack, &tenant)).await?.unwrap_or_default();
+//! assert!(!String::from_utf8_lossy(&stored).contains("xoxb-17-19-pdFZ"));
+//!
+//! assert!(store.delete(Platform::Slack, &tenant).await?);
+//! assert_eq!(store.get(Platform::Slack, &tenant).await?, None);
+//! # Ok::<_, Box<dyn std::error::Error>>(()) }).unwrap();
+//! ```
+//!
+//! ## Rotating keys
+//!
+//! 1. Generate a key (`openssl rand -hex 32`) and put it **first** in the
+//!    ring's configuration, keeping the old one after it:
+//!    `CHAT_INSTALLATION_KEYS=2024-07:<new hex>,2024-01:<old hex>`. Deploy:
+//!    new and refreshed installations are sealed with the new key, old ones
+//!    still open with the old key.
+//! 2. Rewrite the old records (`get` then `put` each tenant, or let
+//!    re-installs and token refreshes do it);
+//!    [`KvInstallations::stored_key_id`] tells which key a record is under.
+//! 3. Remove the old key from the ring. A record still under it now fails
+//!    with [`InstallationError::MissingKey`](chat_core::InstallationError::MissingKey),
+//!    naming the key id, rather than being read wrongly.
+
+#![forbid(unsafe_code)]
+
+mod keys;
+mod kv;
+mod memory;
+mod sealed;
+
+pub use keys::{EncryptionKey, KEY_LEN, KeyError, KeyRing};
+pub use kv::{DEFAULT_KEY_PREFIX, KvInstallations};
+pub use memory::MemoryInstallations;

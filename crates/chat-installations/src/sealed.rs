@@ -1,0 +1,195 @@
+//! The stored form of an installation: the whole installation as JSON,
+//! sealed with AES-256-GCM.
+//!
+//! ```text
+//! {"v":1,"kid":"2024-07","nonce":"<24 hex>","ct":"<hex of ciphertext + 16-byte tag>"}
+//! ```
+//!
+//! * `kid` names the key of the ring that sealed it; any key of the ring opens.
+//! * `nonce` is 96 random bits, new for every write.
+//! * The associated data is `chat-installations:v1:{platform}:{tenant}`: a
+//!   record copied under another tenant's (or platform's) key does not open.
+
+use chat_core::{BoxError, Installation, InstallationError, Platform, TenantId};
+use ring::aead::{Aad, NONCE_LEN, Nonce};
+use ring::rand::{SecureRandom, SystemRandom};
+use serde::{Deserialize, Serialize};
+
+use crate::keys::{KeyRing, decode_hex, encode_hex};
+
+/// The record format's version.
+const VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct Record {
+    v: u32,
+    kid: String,
+    nonce: String,
+    ct: String,
+}
+
+/// Why a record could not be opened, without naming a secret.
+#[derive(Debug, thiserror::Error)]
+enum OpenError {
+    #[error("unsupported record version {0}")]
+    Version(u32),
+    #[error("record is not a sealed installation")]
+    Format,
+    #[error("authentication failed: tampered, or sealed for another tenant or key")]
+    Authentication,
+    #[error("the opened record is not an installation")]
+    Payload,
+    #[error("the opened record names another platform or tenant")]
+    Mismatch,
+}
+
+fn corrupt(e: OpenError) -> InstallationError {
+    InstallationError::Corrupt(Box::new(e) as BoxError)
+}
+
+fn associated_data(platform: Platform, tenant: &TenantId) -> Vec<u8> {
+    format!("chat-installations:v{VERSION}:{platform}:{tenant}").into_bytes()
+}
+
+/// Seals `installation` with the ring's current key and a fresh nonce.
+pub(crate) fn seal(
+    keys: &KeyRing,
+    random: &SystemRandom,
+    installation: &Installation,
+) -> Result<Vec<u8>, InstallationError> {
+    let key = keys.current();
+    let mut in_out =
+        serde_json::to_vec(installation).map_err(|e| InstallationError::Corrupt(Box::new(e)))?;
+    let mut nonce = [0u8; NONCE_LEN];
+    random
+        .fill(&mut nonce)
+        .map_err(|_| InstallationError::Unavailable("the system random source failed".into()))?;
+    let aad = associated_data(installation.platform, &installation.tenant);
+    key.aead()
+        .seal_in_place_append_tag(
+            Nonce::assume_unique_for_key(nonce),
+            Aad::from(aad.as_slice()),
+            &mut in_out,
+        )
+        .map_err(|_| InstallationError::Invalid("installation too large to encrypt"))?;
+    let record = Record {
+        v: VERSION,
+        kid: key.id().to_owned(),
+        nonce: encode_hex(&nonce),
+        ct: encode_hex(&in_out),
+    };
+    serde_json::to_vec(&record).map_err(|e| InstallationError::Corrupt(Box::new(e)))
+}
+
+/// Opens a record stored for `(platform, tenant)`.
+pub(crate) fn open(
+    keys: &KeyRing,
+    platform: Platform,
+    tenant: &TenantId,
+    stored: &[u8],
+) -> Result<Installation, InstallationError> {
+    let record: Record = serde_json::from_slice(stored).map_err(|_| corrupt(OpenError::Format))?;
+    if record.v != VERSION {
+        return Err(corrupt(OpenError::Version(record.v)));
+    }
+    let key = keys
+        .get(&record.kid)
+        .ok_or_else(|| InstallationError::MissingKey {
+            key_id: record.kid.clone(),
+        })?;
+    let nonce: [u8; NONCE_LEN] = decode_hex(&record.nonce)
+        .and_then(|n| n.try_into().ok())
+        .ok_or_else(|| corrupt(OpenError::Format))?;
+    let mut in_out = decode_hex(&record.ct).ok_or_else(|| corrupt(OpenError::Format))?;
+    let aad = associated_data(platform, tenant);
+    let plain = key
+        .aead()
+        .open_in_place(
+            Nonce::assume_unique_for_key(nonce),
+            Aad::from(aad.as_slice()),
+            &mut in_out,
+        )
+        .map_err(|_| corrupt(OpenError::Authentication))?;
+    let installation: Installation =
+        serde_json::from_slice(plain).map_err(|_| corrupt(OpenError::Payload))?;
+    if installation.platform != platform || &installation.tenant != tenant {
+        return Err(corrupt(OpenError::Mismatch));
+    }
+    Ok(installation)
+}
+
+/// The key id a stored record names, if it is a record.
+pub(crate) fn key_id(stored: &[u8]) -> Option<String> {
+    serde_json::from_slice::<Record>(stored).ok().map(|r| r.kid)
+}
+
+#[cfg(test)]
+mod tests {
+    use chat_core::Secret;
+
+    use super::*;
+    use crate::keys::EncryptionKey;
+
+    fn ring(id: &str, byte: u8) -> KeyRing {
+        KeyRing::new(EncryptionKey::new(id, &[byte; 32]).unwrap())
+    }
+
+    #[test]
+    fn sealed_records_open_only_for_their_tenant() {
+        let keys = ring("k1", 7);
+        let random = SystemRandom::new();
+        let i = Installation::new(Platform::Slack, "T1", Secret::new("xoxb-secret"));
+        let sealed = seal(&keys, &random, &i).unwrap();
+        assert!(!String::from_utf8_lossy(&sealed).contains("xoxb-secret"));
+        assert_eq!(key_id(&sealed).as_deref(), Some("k1"));
+        assert_eq!(
+            open(&keys, Platform::Slack, &"T1".into(), &sealed).unwrap(),
+            i
+        );
+        assert!(matches!(
+            open(&keys, Platform::Slack, &"T2".into(), &sealed),
+            Err(InstallationError::Corrupt(_))
+        ));
+        assert!(matches!(
+            open(&keys, Platform::Linear, &"T1".into(), &sealed),
+            Err(InstallationError::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn every_write_has_its_own_nonce() {
+        let keys = ring("k1", 7);
+        let random = SystemRandom::new();
+        let i = Installation::new(Platform::Slack, "T1", Secret::new("xoxb-secret"));
+        assert_ne!(
+            seal(&keys, &random, &i).unwrap(),
+            seal(&keys, &random, &i).unwrap()
+        );
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let keys = ring("k1", 7);
+        let t: TenantId = "T1".into();
+        for stored in [
+            &b""[..],
+            b"{}",
+            b"[1,2]",
+            br#"{"v":1,"kid":"k1","nonce":"00","ct":"00"}"#,
+            br#"{"v":1,"kid":"k1","nonce":"000000000000000000000000","ct":"zz"}"#,
+            br#"{"v":1,"kid":"k1","nonce":"000000000000000000000000","ct":""}"#,
+            br#"{"v":2,"kid":"k1","nonce":"000000000000000000000000","ct":"00"}"#,
+        ] {
+            assert!(open(&keys, Platform::Slack, &t, stored).is_err());
+        }
+        assert!(matches!(
+            open(
+                &keys,
+                Platform::Slack,
+                &t,
+                br#"{"v":1,"kid":"gone","nonce":"","ct":""}"#
+            ),
+            Err(InstallationError::MissingKey { key_id }) if key_id == "gone"
+        ));
+    }
+}

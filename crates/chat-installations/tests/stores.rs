@@ -1,0 +1,261 @@
+//! The `InstallationStore` contract, run on both stores, and what only the KV
+//! store promises: tokens sealed at rest, and key rotation.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use chat_core::{
+    Installation, InstallationError, InstallationStore, Platform, Secret, SetMode, StateBackend,
+    TenantId,
+};
+use chat_installations::{EncryptionKey, KeyRing, KvInstallations, MemoryInstallations};
+use chat_state_memory::MemoryState;
+
+const TOKEN: &str = "xoxb-1111-2222-SuperSecretToken";
+const REFRESH: &str = "xoxe-1-RefreshSecret";
+
+fn key(id: &str, byte: u8) -> EncryptionKey {
+    EncryptionKey::new(id, &[byte; 32]).unwrap()
+}
+
+fn installation(tenant: &str) -> Installation {
+    Installation::new(
+        Platform::Slack,
+        tenant,
+        Secret::new(format!("{TOKEN}-{tenant}")),
+    )
+    .with_bot_user_id(format!("U-{tenant}"))
+    .with_bot_id(format!("B-{tenant}"))
+    .with_refresh(Some(Secret::new(REFRESH)), Some(1_900_000_000_000))
+    .with_scopes(["app_mentions:read", "chat:write"])
+    .with_installed_at_ms(1_700_000_000_000)
+}
+
+/// The contract every store keeps.
+async fn contract(store: &dyn InstallationStore) {
+    let t1 = TenantId::new("T1");
+    assert_eq!(store.get(Platform::Slack, &t1).await.unwrap(), None);
+    assert!(!store.delete(Platform::Slack, &t1).await.unwrap());
+
+    let first = installation("T1");
+    store.put(&first).await.unwrap();
+    assert_eq!(
+        store.get(Platform::Slack, &t1).await.unwrap().as_ref(),
+        Some(&first)
+    );
+
+    // The same tenant id on another platform is another installation.
+    assert_eq!(store.get(Platform::Linear, &t1).await.unwrap(), None);
+    let linear = Installation::new(Platform::Linear, "T1", Secret::new("lin_oauth"));
+    store.put(&linear).await.unwrap();
+    assert_eq!(
+        store.get(Platform::Slack, &t1).await.unwrap().as_ref(),
+        Some(&first)
+    );
+
+    // Last write wins (a re-install).
+    let again = installation("T1").with_bot_user_id("U-reinstalled");
+    store.put(&again).await.unwrap();
+    assert_eq!(
+        store.get(Platform::Slack, &t1).await.unwrap().as_ref(),
+        Some(&again)
+    );
+
+    // Delete is idempotent.
+    assert!(store.delete(Platform::Slack, &t1).await.unwrap());
+    assert!(!store.delete(Platform::Slack, &t1).await.unwrap());
+    assert_eq!(store.get(Platform::Slack, &t1).await.unwrap(), None);
+    assert!(store.get(Platform::Linear, &t1).await.unwrap().is_some());
+
+    // Nothing unusable is stored.
+    let empty_token = Installation::new(Platform::Slack, "T2", Secret::new(""));
+    assert!(matches!(
+        store.put(&empty_token).await,
+        Err(InstallationError::Invalid(_))
+    ));
+    let empty_tenant = Installation::new(Platform::Slack, "", Secret::new("xoxb"));
+    assert!(matches!(
+        store.put(&empty_tenant).await,
+        Err(InstallationError::Invalid(_))
+    ));
+}
+
+#[tokio::test]
+async fn the_memory_store_keeps_the_contract() {
+    let store = MemoryInstallations::new();
+    contract(&store).await;
+    assert_eq!(store.len(), 1);
+    assert!(!format!("{store:?}").contains("lin_oauth"));
+}
+
+#[tokio::test]
+async fn the_kv_store_keeps_the_contract() {
+    let store = KvInstallations::new(Arc::new(MemoryState::new()), KeyRing::new(key("k1", 1)));
+    contract(&store).await;
+}
+
+#[tokio::test]
+async fn stored_bytes_never_contain_a_token() {
+    let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
+    let store = KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k1", 1)));
+    store.put(&installation("T1")).await.unwrap();
+    let stored = state
+        .kv_get(&store.kv_key(Platform::Slack, &"T1".into()))
+        .await
+        .unwrap()
+        .expect("a record");
+    let text = String::from_utf8_lossy(&stored);
+    assert!(!text.contains(TOKEN), "{text}");
+    assert!(!text.contains(REFRESH), "{text}");
+    assert!(!text.contains("SuperSecret"), "{text}");
+    assert!(text.contains(r#""kid":"k1""#), "{text}");
+    assert!(!format!("{store:?}").contains("SuperSecret"));
+}
+
+#[tokio::test]
+async fn installations_written_under_key_1_are_read_after_switching_to_key_2() {
+    let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
+    let t1 = TenantId::new("T1");
+    let before = KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k1", 1)));
+    before.put(&installation("T1")).await.unwrap();
+
+    // Deploy key 2 as the current key, keeping key 1 to read.
+    let ring = KeyRing::new(key("k2", 2))
+        .with_previous(key("k1", 1))
+        .unwrap();
+    let after = KvInstallations::new(Arc::clone(&state), ring);
+    assert_eq!(
+        after.get(Platform::Slack, &t1).await.unwrap(),
+        Some(installation("T1"))
+    );
+    assert_eq!(
+        after
+            .stored_key_id(Platform::Slack, &t1)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("k1")
+    );
+
+    // New writes use key 2; rewriting the old record moves it to key 2.
+    after.put(&installation("T2")).await.unwrap();
+    assert_eq!(
+        after
+            .stored_key_id(Platform::Slack, &"T2".into())
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("k2")
+    );
+    let old = after.get(Platform::Slack, &t1).await.unwrap().unwrap();
+    after.put(&old).await.unwrap();
+    assert_eq!(
+        after
+            .stored_key_id(Platform::Slack, &t1)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("k2")
+    );
+
+    // With key 1 retired, everything still reads.
+    let only_two = KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k2", 2)));
+    assert!(only_two.get(Platform::Slack, &t1).await.unwrap().is_some());
+    assert!(
+        only_two
+            .get(Platform::Slack, &"T2".into())
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn a_record_under_a_retired_key_fails_cleanly() {
+    let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
+    let t1 = TenantId::new("T1");
+    KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k1", 1)))
+        .put(&installation("T1"))
+        .await
+        .unwrap();
+
+    let only_two = KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k2", 2)));
+    match only_two.get(Platform::Slack, &t1).await {
+        Err(InstallationError::MissingKey { key_id }) => assert_eq!(key_id, "k1"),
+        other => panic!("expected MissingKey, got {other:?}"),
+    }
+    // A wrong key under the right id is refused too, not read as garbage.
+    let impostor = KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k1", 9)));
+    let err = impostor.get(Platform::Slack, &t1).await.unwrap_err();
+    assert!(matches!(err, InstallationError::Corrupt(_)), "{err:?}");
+    assert!(!err.to_string().contains(TOKEN));
+    // Deleting still works without the key.
+    assert!(only_two.delete(Platform::Slack, &t1).await.unwrap());
+}
+
+#[tokio::test]
+async fn a_record_moved_to_another_tenant_does_not_open() {
+    let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
+    let store = KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k1", 1)));
+    store.put(&installation("T1")).await.unwrap();
+    let stored = state
+        .kv_get(&store.kv_key(Platform::Slack, &"T1".into()))
+        .await
+        .unwrap()
+        .unwrap();
+    // An attacker with write access to the KV copies T1's record to T2.
+    state
+        .kv_set(
+            &store.kv_key(Platform::Slack, &"T2".into()),
+            stored.clone(),
+            None,
+            SetMode::Always,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.get(Platform::Slack, &"T2".into()).await,
+        Err(InstallationError::Corrupt(_))
+    ));
+    // Or flips one byte of the ciphertext.
+    let mut tampered = String::from_utf8(stored.to_vec()).unwrap();
+    let at = tampered.rfind('"').unwrap() - 1;
+    let flipped = if &tampered[at..=at] == "0" { "1" } else { "0" };
+    tampered.replace_range(at..=at, flipped);
+    state
+        .kv_set(
+            &store.kv_key(Platform::Slack, &"T1".into()),
+            tampered.into(),
+            None,
+            SetMode::Always,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.get(Platform::Slack, &"T1".into()).await,
+        Err(InstallationError::Corrupt(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_store_shared_through_one_backend_is_seen_by_every_replica() {
+    let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
+    let ring = || KeyRing::new(key("k1", 1));
+    let a = KvInstallations::new(Arc::clone(&state), ring());
+    let b = KvInstallations::new(Arc::clone(&state), ring());
+    a.put(&installation("T1")).await.unwrap();
+    assert!(
+        b.get(Platform::Slack, &"T1".into())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(b.delete(Platform::Slack, &"T1".into()).await.unwrap());
+    assert!(
+        a.get(Platform::Slack, &"T1".into())
+            .await
+            .unwrap()
+            .is_none()
+    );
+}

@@ -1,0 +1,261 @@
+//! The OAuth `state` parameter: signed, expiring, and bound to the browser
+//! that started the install.
+//!
+//! ```text
+//! state  = {expires, Unix seconds}.{nonce, 32 hex}.{HMAC-SHA256, 64 hex}
+//! signed = "chat-rs-oauth-state:v1:slack:{expires}:{nonce}"
+//! cookie = {name}={nonce}   (HttpOnly; Secure; SameSite=Lax; Path=/; Max-Age=ttl)
+//! ```
+//!
+//! The callback refuses a state whose MAC does not verify (forged or
+//! tampered), whose expiry passed, or — with browser binding on — whose nonce
+//! is not the one in the install cookie of the browser bringing it back.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ring::hmac;
+use ring::rand::{SecureRandom, SystemRandom};
+
+const NONCE_LEN: usize = 16;
+const VERSION: &str = "v1";
+
+/// Why a `state` was refused. Names the failure, never the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// The callback has no `state`.
+    #[error("the callback has no state")]
+    Missing,
+    /// The state is malformed, or its signature does not verify.
+    #[error("the state is invalid")]
+    Invalid,
+    /// The state's expiry passed.
+    #[error("the state expired")]
+    Expired,
+    /// The browser bringing the state back is not the one that started the
+    /// install (its cookie is missing or holds another nonce).
+    #[error("the state does not belong to this browser")]
+    NotThisBrowser,
+}
+
+/// Issues and checks states with one secret.
+pub(crate) struct StateSigner {
+    key: hmac::Key,
+    ttl: Duration,
+    platform: &'static str,
+    random: SystemRandom,
+}
+
+impl std::fmt::Debug for StateSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateSigner")
+            .field("key", &"<redacted>")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A new state and the nonce its cookie carries.
+pub(crate) struct Issued {
+    pub(crate) state: String,
+    pub(crate) nonce: String,
+}
+
+impl StateSigner {
+    pub(crate) fn new(secret: &[u8], ttl: Duration, platform: &'static str) -> Self {
+        Self {
+            key: hmac::Key::new(hmac::HMAC_SHA256, secret),
+            ttl,
+            platform,
+            random: SystemRandom::new(),
+        }
+    }
+
+    pub(crate) fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    fn signed(&self, expires: u64, nonce: &str) -> String {
+        format!(
+            "chat-rs-oauth-state:{VERSION}:{}:{expires}:{nonce}",
+            self.platform
+        )
+    }
+
+    /// A fresh state, valid for the signer's TTL from `now`.
+    pub(crate) fn issue(&self, now: SystemTime) -> Option<Issued> {
+        let mut bytes = [0u8; NONCE_LEN];
+        self.random.fill(&mut bytes).ok()?;
+        let nonce = hex(&bytes);
+        let expires = unix_secs(now).saturating_add(self.ttl.as_secs().max(1));
+        let tag = hmac::sign(&self.key, self.signed(expires, &nonce).as_bytes());
+        Some(Issued {
+            state: format!("{expires}.{nonce}.{}", hex(tag.as_ref())),
+            nonce,
+        })
+    }
+
+    /// Checks `state` at `now`; with `cookie_nonce`, also that it is the
+    /// state of this browser. Returns the state's nonce.
+    pub(crate) fn check(
+        &self,
+        state: Option<&str>,
+        now: SystemTime,
+        cookie_nonce: Option<Option<&str>>,
+    ) -> Result<String, StateError> {
+        let state = state.filter(|s| !s.is_empty()).ok_or(StateError::Missing)?;
+        let mut parts = state.splitn(3, '.');
+        let (Some(expires), Some(nonce), Some(mac)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(StateError::Invalid);
+        };
+        let well_formed = !expires.is_empty()
+            && expires.len() <= 20
+            && expires.bytes().all(|b| b.is_ascii_digit())
+            && nonce.len() == NONCE_LEN * 2
+            && nonce.bytes().all(|b| b.is_ascii_hexdigit());
+        if !well_formed {
+            return Err(StateError::Invalid);
+        }
+        let expires_at: u64 = expires.parse().map_err(|_| StateError::Invalid)?;
+        let mac = unhex(mac).ok_or(StateError::Invalid)?;
+        hmac::verify(&self.key, self.signed(expires_at, nonce).as_bytes(), &mac)
+            .map_err(|_| StateError::Invalid)?;
+        if unix_secs(now) > expires_at {
+            return Err(StateError::Expired);
+        }
+        if let Some(cookie) = cookie_nonce
+            && cookie != Some(nonce)
+        {
+            return Err(StateError::NotThisBrowser);
+        }
+        Ok(nonce.to_owned())
+    }
+}
+
+fn unix_secs(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0x0f)]));
+    }
+    out
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// The value of cookie `name` in the request's `Cookie` headers, if any.
+pub(crate) fn cookie<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| k.trim() == name)
+        .map(|(_, v)| v.trim().trim_matches('"'))
+}
+
+/// `Set-Cookie` for the install's nonce (or, with `None`, clearing it).
+pub(crate) fn set_cookie(name: &str, nonce: Option<&str>, ttl: Duration) -> String {
+    let (value, max_age) = match nonce {
+        Some(n) => (n, ttl.as_secs().max(1)),
+        None => ("", 0),
+    };
+    format!("{name}={value}; Max-Age={max_age}; Path=/; HttpOnly; Secure; SameSite=Lax")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn states_verify_until_they_expire() {
+        let s = StateSigner::new(b"secret-secret-secret", Duration::from_secs(600), "slack");
+        let issued = s.issue(at(1_000)).unwrap();
+        assert_eq!(
+            s.check(Some(&issued.state), at(1_500), None).unwrap(),
+            issued.nonce
+        );
+        assert_eq!(
+            s.check(Some(&issued.state), at(1_601), None),
+            Err(StateError::Expired)
+        );
+        assert_eq!(s.check(None, at(1_000), None), Err(StateError::Missing));
+        assert_eq!(
+            s.check(
+                Some(&issued.state),
+                at(1_000),
+                Some(Some(issued.nonce.as_str()))
+            ),
+            Ok(issued.nonce.clone())
+        );
+        assert_eq!(
+            s.check(Some(&issued.state), at(1_000), Some(None)),
+            Err(StateError::NotThisBrowser)
+        );
+    }
+
+    #[test]
+    fn forged_tampered_and_foreign_states_are_invalid() {
+        let s = StateSigner::new(b"secret-secret-secret", Duration::from_secs(600), "slack");
+        let issued = s.issue(at(1_000)).unwrap();
+        // Extending the expiry breaks the signature.
+        let (_, rest) = issued.state.split_once('.').unwrap();
+        let extended = format!("9999999999.{rest}");
+        assert_eq!(
+            s.check(Some(&extended), at(1_000), None),
+            Err(StateError::Invalid)
+        );
+        let other_key = StateSigner::new(b"another-secret-here", Duration::from_secs(600), "slack");
+        assert_eq!(
+            other_key.check(Some(&issued.state), at(1_000), None),
+            Err(StateError::Invalid)
+        );
+        let other_platform =
+            StateSigner::new(b"secret-secret-secret", Duration::from_secs(600), "linear");
+        assert_eq!(
+            other_platform.check(Some(&issued.state), at(1_000), None),
+            Err(StateError::Invalid)
+        );
+        for junk in [
+            "",
+            "a.b",
+            "1.2.3",
+            "1..",
+            "x.y.z.w",
+            "١٢.ab.cd",
+            &"9".repeat(40)[..],
+        ] {
+            assert!(s.check(Some(junk), at(1_000), None).is_err(), "{junk}");
+        }
+    }
+
+    #[test]
+    fn cookies_are_found_among_others() {
+        let mut h = http::HeaderMap::new();
+        h.append(http::header::COOKIE, "a=1; chat=abc".parse().unwrap());
+        h.append(http::header::COOKIE, "b=2".parse().unwrap());
+        assert_eq!(cookie(&h, "chat"), Some("abc"));
+        assert_eq!(cookie(&h, "b"), Some("2"));
+        assert_eq!(cookie(&h, "c"), None);
+        assert!(set_cookie("chat", None, Duration::from_secs(5)).contains("Max-Age=0"));
+    }
+}

@@ -1,0 +1,780 @@
+//! Installation mode end to end: the OAuth v2 install flow against a fake
+//! Slack OAuth server, installations sealed in the state backend's KV, and
+//! signed deliveries through the runtime answered with each workspace's own
+//! token (the fake Web API records every call's `Authorization` header).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use chat_core::{
+    Installation, InstallationError, InstallationStore, Platform, StateBackend, TenantId,
+};
+use chat_installations::{EncryptionKey, KeyRing, KvInstallations, MemoryInstallations};
+use chat_runtime::{
+    Bot, BoxError, Concurrency, Ctx, Dispatch, Event, Outcome, OutcomeRecord, RuntimeOptions,
+};
+use chat_slack::{BuildError, SlackAdapter, SlackOAuth, signature};
+use chat_state_memory::MemoryState;
+use chat_testkit::{FakeSlack, FakeSlackOAuth, SlackWorkspace};
+use common::SECRET;
+use http::StatusCode;
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+const STATE_SECRET: &str = "a-state-secret-of-32-bytes-long!";
+const REDIRECT: &str = "https://bot.example.com/slack/oauth/callback";
+const CHANNEL: &str = "C0SAME";
+const TS: &str = "1700000000.000100";
+const PATIENCE: Duration = Duration::from_secs(15);
+
+fn token(team: &str) -> String {
+    format!("xoxb-{team}-only-for-{team}")
+}
+
+// ------------------------------------------------------------ the world
+
+/// Every outcome the bot records.
+#[derive(Clone, Default)]
+struct Outcomes(Arc<Mutex<Vec<OutcomeRecord>>>);
+
+impl Outcomes {
+    fn all(&self) -> Vec<(Outcome, &'static str)> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| (r.outcome, r.reason))
+            .collect()
+    }
+}
+
+/// An installation store that fails while `down` is set.
+struct Flaky {
+    inner: Arc<dyn InstallationStore>,
+    down: AtomicBool,
+}
+
+#[async_trait]
+impl InstallationStore for Flaky {
+    async fn get(
+        &self,
+        platform: Platform,
+        tenant: &TenantId,
+    ) -> Result<Option<Installation>, InstallationError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(InstallationError::Unavailable("the store is down".into()));
+        }
+        self.inner.get(platform, tenant).await
+    }
+
+    async fn put(&self, installation: &Installation) -> Result<(), InstallationError> {
+        self.inner.put(installation).await
+    }
+
+    async fn delete(
+        &self,
+        platform: Platform,
+        tenant: &TenantId,
+    ) -> Result<bool, InstallationError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(InstallationError::Unavailable("the store is down".into()));
+        }
+        self.inner.delete(platform, tenant).await
+    }
+}
+
+struct World {
+    state: Arc<dyn StateBackend>,
+    kv: KvInstallations,
+    store: Arc<Flaky>,
+    accounts: FakeSlackOAuth,
+    api: FakeSlack,
+    oauth: SlackOAuth,
+    bot: Bot,
+    outcomes: Outcomes,
+    /// Closed: handlers wait for permits (the flooding test).
+    gate: Arc<Semaphore>,
+}
+
+fn oauth_for(accounts: &FakeSlackOAuth, store: Arc<dyn InstallationStore>) -> SlackOAuth {
+    SlackOAuth::builder()
+        .client_id(FakeSlackOAuth::CLIENT_ID)
+        .client_secret(FakeSlackOAuth::CLIENT_SECRET)
+        .state_secret(STATE_SECRET)
+        .scopes(["app_mentions:read", "chat:write"])
+        .redirect_uri(REDIRECT)
+        .authorize_url(accounts.authorize_url())
+        .api_base_url(accounts.api_base_url())
+        .installations(store)
+        .build()
+        .unwrap()
+}
+
+async fn world_with(options: RuntimeOptions, gated: bool) -> World {
+    let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
+    let keys = KeyRing::new(EncryptionKey::new("k1", &[7; 32]).unwrap());
+    let kv = KvInstallations::new(Arc::clone(&state), keys);
+    let store = Arc::new(Flaky {
+        inner: Arc::new(kv.clone()),
+        down: AtomicBool::new(false),
+    });
+    let accounts = FakeSlackOAuth::start().await;
+    for team in ["T1", "T2"] {
+        accounts.add_workspace(SlackWorkspace::new(team, &token(team)));
+    }
+    accounts.add_workspace(SlackWorkspace::new("T5", &token("E1")).in_enterprise("E1", true));
+    let api = FakeSlack::start().await;
+    let oauth = oauth_for(&accounts, store.clone());
+    let slack = SlackAdapter::builder()
+        .signing_secret(SECRET)
+        .installations(store.clone())
+        .api_base_url(api.base_url())
+        .ignore_other_bots(false)
+        .build()
+        .unwrap();
+    let outcomes = Outcomes::default();
+    let recorded = outcomes.clone();
+    let gate = Arc::new(Semaphore::new(if gated { 0 } else { 1_000 }));
+    let handler_gate = Arc::clone(&gate);
+    let bot = Bot::builder()
+        .state_arc(Arc::clone(&state))
+        .adapter(slack)
+        .options(options)
+        .observer(move |r: &OutcomeRecord| recorded.0.lock().unwrap().push(r.clone()))
+        .on_new_mention(move |ctx: Ctx, event: Event| {
+            let gate = Arc::clone(&handler_gate);
+            async move {
+                let _permit = gate.acquire().await?;
+                let text = event.text().unwrap_or_default().to_owned();
+                ctx.thread()
+                    .post(format!("hello {}: {text}", event.tenant()))
+                    .await?;
+                Ok::<_, BoxError>(())
+            }
+        })
+        .build()
+        .unwrap();
+    World {
+        state,
+        kv,
+        store,
+        accounts,
+        api,
+        oauth,
+        bot,
+        outcomes,
+        gate,
+    }
+}
+
+async fn world() -> World {
+    world_with(
+        RuntimeOptions {
+            dispatch: Dispatch::Deferred,
+            detach_timeout: Duration::from_secs(30),
+            concurrency: Concurrency::queue(),
+            ..RuntimeOptions::default()
+        },
+        false,
+    )
+    .await
+}
+
+// ------------------------------------------------------------ installing
+
+/// The nonce the install answer's cookie carries.
+fn cookie_of(response: &http::Response<Bytes>) -> String {
+    let set = response
+        .headers()
+        .get(http::header::SET_COOKIE)
+        .expect("the install sets its cookie")
+        .to_str()
+        .unwrap();
+    assert!(set.contains("HttpOnly") && set.contains("Secure") && set.contains("SameSite=Lax"));
+    set.split(';').next().unwrap().to_owned()
+}
+
+fn location_of(response: &http::Response<Bytes>) -> String {
+    response
+        .headers()
+        .get(http::header::LOCATION)
+        .expect("a redirect")
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The browser coming back to the callback at `url`, with `cookie`.
+fn callback_request(url: &str, cookie: Option<&str>) -> http::request::Parts {
+    let path = url.strip_prefix("https://bot.example.com").unwrap_or(url);
+    let mut request = http::Request::get(path);
+    if let Some(c) = cookie {
+        request = request.header(http::header::COOKIE, format!("theme=dark; {c}"));
+    }
+    request.body(()).unwrap().into_parts().0
+}
+
+/// Install → Slack's authorize page → the workspace approves → callback.
+async fn install(w: &World, team: &str) -> http::Response<Bytes> {
+    let start = w.oauth.install();
+    assert_eq!(start.status(), StatusCode::FOUND);
+    let cookie = cookie_of(&start);
+    let authorize = location_of(&start);
+    assert!(
+        authorize.starts_with(&w.accounts.authorize_url()),
+        "{authorize}"
+    );
+    let back = w.accounts.approve(&authorize, team).unwrap();
+    w.oauth
+        .callback(&callback_request(&back, Some(&cookie)))
+        .await
+}
+
+// ------------------------------------------------------------ deliveries
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// A signed Events API delivery of `body`, timestamped now.
+fn delivery(body: &Value) -> http::Request<Bytes> {
+    let bytes = serde_json::to_vec(body).unwrap();
+    let ts = now_secs().to_string();
+    http::Request::post("/slack/events")
+        .header("content-type", "application/json")
+        .header(signature::TIMESTAMP_HEADER, &ts)
+        .header(
+            signature::SIGNATURE_HEADER,
+            signature::sign(SECRET, &ts, &bytes),
+        )
+        .body(Bytes::from(bytes))
+        .unwrap()
+}
+
+/// An `event_callback` for the installation of `team` (or, org-wide, of
+/// `enterprise`), around `event`.
+fn envelope(
+    team: &str,
+    enterprise: Option<&str>,
+    event_id: &str,
+    event: impl Into<Value>,
+) -> Value {
+    let event: Value = event.into();
+    json!({
+        "type": "event_callback",
+        "team_id": team,
+        "enterprise_id": enterprise,
+        "api_app_id": "A0FAKEAPP",
+        "event_id": event_id,
+        "event_time": now_secs(),
+        "authorizations": [{
+            "enterprise_id": enterprise,
+            "team_id": team,
+            "user_id": format!("U{team}"),
+            "is_bot": true,
+            "is_enterprise_install": enterprise.is_some(),
+        }],
+        "event": event,
+    })
+}
+
+fn mention(team: &str, event_id: &str, ts: &str) -> Value {
+    envelope(
+        team,
+        None,
+        event_id,
+        json!({"type": "app_mention", "user": "UHUMAN", "channel": CHANNEL,
+               "text": format!("<@U{team}> hi"), "ts": ts}),
+    )
+}
+
+async fn deliver(w: &World, body: &Value) -> http::Response<Bytes> {
+    w.bot.handle("slack", delivery(body)).await
+}
+
+// ------------------------------------------------------------ the tests
+
+#[tokio::test]
+async fn each_workspace_installs_sealed_and_is_answered_with_its_own_token() {
+    let w = world().await;
+    for team in ["T1", "T2"] {
+        let done = install(&w, team).await;
+        assert_eq!(done.status(), StatusCode::OK, "{:?}", done.body());
+        let cleared = done.headers().get(http::header::SET_COOKIE).unwrap();
+        assert!(cleared.to_str().unwrap().contains("Max-Age=0"));
+    }
+
+    // Stored under the team id, with the bot's identity, and sealed.
+    for team in ["T1", "T2"] {
+        let tenant = TenantId::new(team);
+        let installation = w
+            .store
+            .get(Platform::Slack, &tenant)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(installation.access_token.expose(), token(team));
+        assert_eq!(
+            installation.bot_user_id.as_deref(),
+            Some(format!("U{team}").as_str())
+        );
+        assert_eq!(
+            installation.bot_id.as_deref(),
+            Some(format!("B{team}").as_str())
+        );
+        assert_eq!(installation.app_id.as_deref(), Some("A0FAKEAPP"));
+        assert_eq!(installation.scopes, ["app_mentions:read", "chat:write"]);
+        let stored = w
+            .state
+            .kv_get(&w.kv.kv_key(Platform::Slack, &tenant))
+            .await
+            .unwrap()
+            .unwrap();
+        let text = String::from_utf8_lossy(&stored);
+        assert!(!text.contains(&token(team)), "the token is sealed: {text}");
+        assert!(!text.contains("xoxb"), "{text}");
+    }
+    let exchanges = w.accounts.token_requests();
+    assert_eq!(exchanges.len(), 2);
+    assert!(exchanges.iter().all(|e| e.error.is_none()));
+
+    // The same channel id and ts in both workspaces: two users' actions, each
+    // answered with its own workspace's token.
+    for team in ["T1", "T2"] {
+        let answer = deliver(&w, &mention(team, &format!("Ev{team}"), TS)).await;
+        assert_eq!(answer.status(), StatusCode::OK);
+    }
+    assert!(w.bot.idle(PATIENCE).await);
+    let posts = w.api.posts();
+    assert_eq!(posts.len(), 2, "{:?}", w.outcomes.all());
+    for team in ["T1", "T2"] {
+        let post = posts
+            .iter()
+            .find(|p| p.body["text"].as_str().unwrap().contains(team))
+            .unwrap();
+        assert_eq!(
+            post.authorization.as_deref(),
+            Some(format!("Bearer {}", token(team)).as_str())
+        );
+        assert_eq!(post.body["thread_ts"], TS);
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_workspace_is_acknowledged_and_ignored() {
+    let w = world().await;
+    install(&w, "T1").await;
+    let answer = deliver(&w, &mention("T9", "EvT9", TS)).await;
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert!(w.bot.idle(PATIENCE).await);
+    assert!(w.api.calls().is_empty());
+    assert_eq!(
+        w.outcomes.all(),
+        [(Outcome::Ignored, "unknown-installation")]
+    );
+}
+
+#[tokio::test]
+async fn a_store_failure_answers_500_and_the_retry_runs() {
+    let w = world().await;
+    install(&w, "T1").await;
+    w.store.down.store(true, Ordering::SeqCst);
+    let answer = deliver(&w, &mention("T1", "EvDown", TS)).await;
+    assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(w.outcomes.all(), [(Outcome::Rejected, "resolve-failed")]);
+
+    // Nothing was marked: Slack's retry runs once the store is back.
+    w.store.down.store(false, Ordering::SeqCst);
+    let retry = deliver(&w, &mention("T1", "EvDown", TS)).await;
+    assert_eq!(retry.status(), StatusCode::OK);
+    assert!(w.bot.idle(PATIENCE).await);
+    assert_eq!(w.api.posts().len(), 1);
+}
+
+#[tokio::test]
+async fn a_tampered_expired_foreign_or_declined_state_is_refused() {
+    let w = world().await;
+    let start = w.oauth.install();
+    let cookie = cookie_of(&start);
+    let authorize = location_of(&start);
+    let back = w.accounts.approve(&authorize, "T1").unwrap();
+
+    // Tampered: one digit of the signature changed.
+    let at = back.len() - 1;
+    let last = &back[at..];
+    let tampered = format!("{}{}", &back[..at], if last == "0" { "1" } else { "0" });
+    let r = w
+        .oauth
+        .callback(&callback_request(&tampered, Some(&cookie)))
+        .await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(&r.body()[..], b"refused state: the state is invalid");
+
+    // Brought back by another browser (no cookie, or another install's).
+    let r = w.oauth.callback(&callback_request(&back, None)).await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let other = cookie_of(&w.oauth.install());
+    let r = w
+        .oauth
+        .callback(&callback_request(&back, Some(&other)))
+        .await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(
+        &r.body()[..],
+        b"refused state: the state does not belong to this browser"
+    );
+
+    // Expired: the same flow, eleven minutes later.
+    let later = SlackOAuth::builder()
+        .client_id(FakeSlackOAuth::CLIENT_ID)
+        .client_secret(FakeSlackOAuth::CLIENT_SECRET)
+        .state_secret(STATE_SECRET)
+        .scopes(["chat:write"])
+        .redirect_uri(REDIRECT)
+        .api_base_url(w.accounts.api_base_url())
+        .installations(w.store.clone())
+        .clock(|| SystemTime::now() + Duration::from_secs(660))
+        .build()
+        .unwrap();
+    let r = later
+        .callback(&callback_request(&back, Some(&cookie)))
+        .await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(&r.body()[..], b"refused state: the state expired");
+
+    // Declined on Slack's page.
+    let denied = w.accounts.deny(&authorize).unwrap();
+    let r = w
+        .oauth
+        .callback(&callback_request(&denied, Some(&cookie)))
+        .await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+
+    // None of them reached the token endpoint or the store.
+    assert!(w.accounts.token_requests().is_empty());
+    assert!(
+        w.store
+            .get(Platform::Slack, &"T1".into())
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // The untouched callback still works, once.
+    let r = w
+        .oauth
+        .callback(&callback_request(&back, Some(&cookie)))
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let again = w
+        .oauth
+        .callback(&callback_request(&back, Some(&cookie)))
+        .await;
+    assert_eq!(
+        again.status(),
+        StatusCode::BAD_GATEWAY,
+        "a code is single-use"
+    );
+}
+
+#[tokio::test]
+async fn an_org_wide_install_is_keyed_by_its_enterprise() {
+    let w = world().await;
+    assert_eq!(install(&w, "T5").await.status(), StatusCode::OK);
+    let installation = w
+        .store
+        .get(Platform::Slack, &"E1".into())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(installation.is_enterprise_install);
+    assert_eq!(installation.enterprise_id.as_deref(), Some("E1"));
+    assert!(
+        w.store
+            .get(Platform::Slack, &"T5".into())
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // A delivery from any workspace of the org names the org-wide install.
+    let body = envelope(
+        "T77",
+        Some("E1"),
+        "EvOrg",
+        json!({"type": "app_mention", "user": "UHUMAN", "channel": CHANNEL,
+               "text": "<@UT5> hi", "ts": TS}),
+    );
+    assert_eq!(deliver(&w, &body).await.status(), StatusCode::OK);
+    assert!(w.bot.idle(PATIENCE).await);
+    let posts = w.api.posts();
+    assert_eq!(posts.len(), 1);
+    assert_eq!(
+        posts[0].authorization.as_deref(),
+        Some(format!("Bearer {}", token("E1")).as_str())
+    );
+}
+
+#[tokio::test]
+async fn uninstalls_and_revoked_bot_tokens_delete_the_installation() {
+    let w = world().await;
+    install(&w, "T1").await;
+    install(&w, "T2").await;
+
+    // Revoked user tokens leave the bot installed.
+    let users_only = envelope(
+        "T1",
+        None,
+        "EvRevokeUsers",
+        json!({"type": "tokens_revoked", "tokens": {"oauth": ["UINSTALLER"], "bot": []}}),
+    );
+    assert_eq!(deliver(&w, &users_only).await.status(), StatusCode::OK);
+    assert!(
+        w.store
+            .get(Platform::Slack, &"T1".into())
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    let bot_revoked = envelope(
+        "T1",
+        None,
+        "EvRevokeBot",
+        json!({"type": "tokens_revoked", "tokens": {"bot": ["UT1"]}}),
+    );
+    assert_eq!(deliver(&w, &bot_revoked).await.status(), StatusCode::OK);
+    assert!(
+        w.store
+            .get(Platform::Slack, &"T1".into())
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let uninstalled = envelope("T2", None, "EvGone", json!({"type": "app_uninstalled"}));
+    assert_eq!(deliver(&w, &uninstalled).await.status(), StatusCode::OK);
+    // Slack's retry of the uninstall is harmless.
+    assert_eq!(deliver(&w, &uninstalled).await.status(), StatusCode::OK);
+    assert!(
+        w.store
+            .get(Platform::Slack, &"T2".into())
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // Later deliveries from those workspaces are ignored, not answered.
+    deliver(&w, &mention("T1", "EvAfter1", TS)).await;
+    deliver(&w, &mention("T2", "EvAfter2", TS)).await;
+    assert!(w.bot.idle(PATIENCE).await);
+    assert!(w.api.calls().is_empty());
+    assert_eq!(
+        w.outcomes.all(),
+        [
+            (Outcome::Ignored, "user-tokens-revoked"),
+            (Outcome::Ignored, "tokens-revoked"),
+            (Outcome::Ignored, "app-uninstalled"),
+            (Outcome::Ignored, "app-uninstalled"),
+            (Outcome::Ignored, "unknown-installation"),
+            (Outcome::Ignored, "unknown-installation"),
+        ]
+    );
+
+    // A store that cannot delete makes Slack retry the uninstall.
+    install(&w, "T2").await;
+    w.store.down.store(true, Ordering::SeqCst);
+    let again = envelope("T2", None, "EvGone2", json!({"type": "app_uninstalled"}));
+    assert_eq!(
+        deliver(&w, &again).await.status(),
+        StatusCode::INTERNAL_SERVER_ERROR
+    );
+}
+
+#[tokio::test]
+async fn the_installations_own_messages_are_ignored() {
+    let w = world().await;
+    install(&w, "T1").await;
+    // Other bots are not ignored in this world, so only the installation's
+    // identity can recognize these as the bot's own.
+    let own_user = envelope(
+        "T1",
+        None,
+        "EvOwn1",
+        json!({"type": "message", "user": "UT1", "bot_id": "BT1", "channel": CHANNEL,
+               "text": "<@UT1> echo", "ts": "1700000001.000001"}),
+    );
+    let classic = envelope(
+        "T1",
+        None,
+        "EvOwn2",
+        json!({"type": "message", "subtype": "bot_message", "bot_id": "BT1", "channel": CHANNEL,
+               "text": "<@UT1> classic echo", "ts": "1700000002.000002"}),
+    );
+    let other_bot = envelope(
+        "T1",
+        None,
+        "EvOther",
+        json!({"type": "message", "user": "UOTHERBOT", "bot_id": "BOTHER", "channel": CHANNEL,
+               "text": "<@UT1> from another bot", "ts": "1700000003.000003"}),
+    );
+    for body in [&own_user, &classic, &other_bot] {
+        assert_eq!(deliver(&w, body).await.status(), StatusCode::OK);
+    }
+    assert!(w.bot.idle(PATIENCE).await);
+    // The bot user (authorizations[0]) is recognized while parsing; the
+    // classic bot_message, which names only the installation's bot id, when
+    // the installation is resolved.
+    assert_eq!(
+        w.outcomes.all(),
+        [
+            (Outcome::Ignored, "adapter"),
+            (Outcome::Ignored, "own-message"),
+            (Outcome::Ran, "ok"),
+        ]
+    );
+    let posts = w.api.posts();
+    assert_eq!(posts.len(), 1, "only the other bot's mention is answered");
+    assert!(
+        posts[0].body["text"]
+            .as_str()
+            .unwrap()
+            .contains("another bot")
+    );
+}
+
+#[tokio::test]
+async fn one_flooding_workspace_is_refused_at_its_cap_while_another_is_admitted() {
+    let w = world_with(
+        RuntimeOptions {
+            dispatch: Dispatch::Deferred,
+            detach_timeout: Duration::from_secs(30),
+            concurrency: Concurrency::queue(),
+            max_detached: 100,
+            max_detached_per_tenant: Some(2),
+            ..RuntimeOptions::default()
+        },
+        true,
+    )
+    .await;
+    install(&w, "T1").await;
+    install(&w, "T2").await;
+
+    // T1 floods three threads; its handlers hold their places.
+    let mut statuses = Vec::new();
+    for n in 1..=3 {
+        let ts = format!("1700000000.00010{n}");
+        statuses.push(
+            deliver(&w, &mention("T1", &format!("EvFlood{n}"), &ts))
+                .await
+                .status(),
+        );
+    }
+    assert_eq!(
+        statuses,
+        [
+            StatusCode::OK,
+            StatusCode::OK,
+            StatusCode::SERVICE_UNAVAILABLE
+        ]
+    );
+    // T2 still gets in.
+    let other = deliver(&w, &mention("T2", "EvCalm", TS)).await;
+    assert_eq!(other.status(), StatusCode::OK);
+    assert_eq!(w.bot.in_flight(), 3);
+
+    w.gate.add_permits(10);
+    assert!(w.bot.idle(PATIENCE).await);
+    let posts = w.api.posts();
+    assert_eq!(posts.len(), 3);
+    assert_eq!(
+        posts
+            .iter()
+            .filter(
+                |p| p.authorization.as_deref() == Some(format!("Bearer {}", token("T2")).as_str())
+            )
+            .count(),
+        1
+    );
+    assert!(
+        w.outcomes
+            .all()
+            .contains(&(Outcome::Rejected, "at-capacity"))
+    );
+    // The refused delivery was not marked: Slack's retry runs.
+    let retry = deliver(&w, &mention("T1", "EvFlood3", "1700000000.000103")).await;
+    assert_eq!(retry.status(), StatusCode::OK);
+    assert!(w.bot.idle(PATIENCE).await);
+    assert_eq!(w.api.posts().len(), 4);
+}
+
+#[tokio::test]
+async fn the_builder_wants_exactly_one_credential_source() {
+    let store: Arc<dyn InstallationStore> = Arc::new(MemoryInstallations::new());
+    let both = SlackAdapter::builder()
+        .signing_secret(SECRET)
+        .bot_token("xoxb-1")
+        .installations(Arc::clone(&store))
+        .build();
+    assert!(matches!(both, Err(BuildError::TokenAndInstallations)));
+    let neither = SlackAdapter::builder().signing_secret(SECRET).build();
+    assert!(matches!(neither, Err(BuildError::MissingBotToken)));
+    let identity = SlackAdapter::builder()
+        .signing_secret(SECRET)
+        .installations(Arc::clone(&store))
+        .bot_user_id("U1")
+        .build();
+    assert!(matches!(
+        identity,
+        Err(BuildError::IdentityWithInstallations)
+    ));
+
+    let adapter = SlackAdapter::builder()
+        .signing_secret(SECRET)
+        .installations(Arc::clone(&store))
+        .build()
+        .unwrap();
+    assert!(adapter.identity().await.is_err());
+    assert!(adapter.client_for(&"T1".into()).await.is_err());
+    assert!(!adapter.client().has_token());
+
+    let short_secret = SlackOAuth::builder()
+        .client_id("1.2")
+        .client_secret("s")
+        .state_secret("short")
+        .scopes(["chat:write"])
+        .installations(Arc::clone(&store))
+        .build();
+    assert!(matches!(short_secret, Err(BuildError::OAuth(_))));
+    let no_scopes = SlackOAuth::builder()
+        .client_id("1.2")
+        .client_secret("s")
+        .state_secret(STATE_SECRET)
+        .installations(store)
+        .build();
+    assert!(matches!(no_scopes, Err(BuildError::OAuth(_))));
+}
+
+#[tokio::test]
+async fn the_install_link_names_the_app_scopes_and_redirect() {
+    let w = world().await;
+    let (url, nonce) = w.oauth.authorize().unwrap();
+    let url = reqwest::Url::parse(&url).unwrap();
+    let q: std::collections::HashMap<_, _> = url.query_pairs().into_owned().collect();
+    assert_eq!(q["client_id"], FakeSlackOAuth::CLIENT_ID);
+    assert_eq!(q["scope"], "app_mentions:read,chat:write");
+    assert_eq!(q["redirect_uri"], REDIRECT);
+    assert!(q["state"].contains(&nonce));
+    assert!(!format!("{:?}", w.oauth).contains(FakeSlackOAuth::CLIENT_SECRET));
+    assert!(!format!("{:?}", w.oauth).contains(STATE_SECRET));
+}
