@@ -66,6 +66,7 @@
 mod keys;
 mod kv;
 mod memory;
+pub mod oauth_state;
 mod sealed;
 
 pub use keys::{EncryptionKey, KEY_LEN, KeyError, KeyRing};

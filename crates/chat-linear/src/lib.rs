@@ -167,7 +167,6 @@ mod error;
 mod first;
 pub mod inbound;
 mod oauth;
-mod oauth_state;
 mod operations;
 pub mod payload;
 mod respond;

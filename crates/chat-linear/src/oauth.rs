@@ -32,10 +32,10 @@ use serde_json::Value;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::BuildError;
-use crate::oauth_state::{self, StateSigner};
 use crate::operations;
+use chat_installations::oauth_state::{self, StateSigner};
 
-pub use crate::oauth_state::StateError;
+pub use chat_installations::oauth_state::StateError;
 
 /// Linear's authorize page.
 pub const DEFAULT_AUTHORIZE_URL: &str = "https://linear.app/oauth/authorize";

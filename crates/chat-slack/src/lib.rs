@@ -221,7 +221,6 @@ mod error;
 mod inbound;
 pub mod mrkdwn;
 mod oauth;
-mod oauth_state;
 mod respond;
 pub mod signature;
 

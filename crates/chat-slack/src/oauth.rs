@@ -16,9 +16,9 @@ use serde::Deserialize;
 use crate::client::{DEFAULT_API_BASE_URL, SlackClient};
 use crate::clock::{Clock, SystemClock};
 use crate::error::BuildError;
-use crate::oauth_state::{self, StateSigner};
+use chat_installations::oauth_state::{self, StateSigner};
 
-pub use crate::oauth_state::StateError;
+pub use chat_installations::oauth_state::StateError;
 
 /// Slack's authorize page for OAuth v2.
 pub const DEFAULT_AUTHORIZE_URL: &str = "https://slack.com/oauth/v2/authorize";

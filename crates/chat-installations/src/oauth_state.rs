@@ -1,9 +1,10 @@
-//! The OAuth `state` parameter: signed, expiring, and bound to the browser
-//! that started the install.
+//! The OAuth `state` parameter of an install flow: signed, expiring, and bound
+//! to the browser that started the install. Shared by the Slack and Linear
+//! adapters' install flows.
 //!
 //! ```text
 //! state  = {expires, Unix seconds}.{nonce, 32 hex}.{HMAC-SHA256, 64 hex}
-//! signed = "chat-rs-oauth-state:v1:linear:{expires}:{nonce}"
+//! signed = "chat-rs-oauth-state:v1:{platform}:{expires}:{nonce}"
 //! cookie = {name}={nonce}   (HttpOnly; Secure; SameSite=Lax; Path=/; Max-Age=ttl)
 //! ```
 //!
@@ -39,7 +40,7 @@ pub enum StateError {
 }
 
 /// Issues and checks states with one secret.
-pub(crate) struct StateSigner {
+pub struct StateSigner {
     key: hmac::Key,
     ttl: Duration,
     platform: &'static str,
@@ -56,13 +57,17 @@ impl std::fmt::Debug for StateSigner {
 }
 
 /// A new state and the nonce its cookie carries.
-pub(crate) struct Issued {
-    pub(crate) state: String,
-    pub(crate) nonce: String,
+pub struct Issued {
+    /// The `state` query parameter to send to the platform.
+    pub state: String,
+    /// The nonce to keep in the browser's install cookie.
+    pub nonce: String,
 }
 
 impl StateSigner {
-    pub(crate) fn new(secret: &[u8], ttl: Duration, platform: &'static str) -> Self {
+    /// A signer with `secret`, whose states live `ttl`, for `platform` (part of
+    /// what is signed, so a Slack state never opens a Linear install).
+    pub fn new(secret: &[u8], ttl: Duration, platform: &'static str) -> Self {
         Self {
             key: hmac::Key::new(hmac::HMAC_SHA256, secret),
             ttl,
@@ -71,7 +76,8 @@ impl StateSigner {
         }
     }
 
-    pub(crate) fn ttl(&self) -> Duration {
+    /// How long an issued state is valid.
+    pub fn ttl(&self) -> Duration {
         self.ttl
     }
 
@@ -83,7 +89,7 @@ impl StateSigner {
     }
 
     /// A fresh state, valid for the signer's TTL from `now`.
-    pub(crate) fn issue(&self, now: SystemTime) -> Option<Issued> {
+    pub fn issue(&self, now: SystemTime) -> Option<Issued> {
         let mut bytes = [0u8; NONCE_LEN];
         self.random.fill(&mut bytes).ok()?;
         let nonce = hex(&bytes);
@@ -97,7 +103,7 @@ impl StateSigner {
 
     /// Checks `state` at `now`; with `cookie_nonce`, also that it is the
     /// state of this browser. Returns the state's nonce.
-    pub(crate) fn check(
+    pub fn check(
         &self,
         state: Option<&str>,
         now: SystemTime,
@@ -158,7 +164,7 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 }
 
 /// The value of cookie `name` in the request's `Cookie` headers, if any.
-pub(crate) fn cookie<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
+pub fn cookie<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(http::header::COOKIE)
         .iter()
@@ -170,7 +176,7 @@ pub(crate) fn cookie<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a
 }
 
 /// `Set-Cookie` for the install's nonce (or, with `None`, clearing it).
-pub(crate) fn set_cookie(name: &str, nonce: Option<&str>, ttl: Duration) -> String {
+pub fn set_cookie(name: &str, nonce: Option<&str>, ttl: Duration) -> String {
     let (value, max_age) = match nonce {
         Some(n) => (n, ttl.as_secs().max(1)),
         None => ("", 0),
@@ -188,7 +194,7 @@ mod tests {
 
     #[test]
     fn states_verify_until_they_expire() {
-        let s = StateSigner::new(b"secret-secret-secret", Duration::from_secs(600), "linear");
+        let s = StateSigner::new(b"secret-secret-secret", Duration::from_secs(600), "slack");
         let issued = s.issue(at(1_000)).unwrap();
         assert_eq!(
             s.check(Some(&issued.state), at(1_500), None).unwrap(),
@@ -215,7 +221,7 @@ mod tests {
 
     #[test]
     fn forged_tampered_and_foreign_states_are_invalid() {
-        let s = StateSigner::new(b"secret-secret-secret", Duration::from_secs(600), "linear");
+        let s = StateSigner::new(b"secret-secret-secret", Duration::from_secs(600), "slack");
         let issued = s.issue(at(1_000)).unwrap();
         // Extending the expiry breaks the signature.
         let (_, rest) = issued.state.split_once('.').unwrap();
@@ -224,14 +230,13 @@ mod tests {
             s.check(Some(&extended), at(1_000), None),
             Err(StateError::Invalid)
         );
-        let other_key =
-            StateSigner::new(b"another-secret-here", Duration::from_secs(600), "linear");
+        let other_key = StateSigner::new(b"another-secret-here", Duration::from_secs(600), "slack");
         assert_eq!(
             other_key.check(Some(&issued.state), at(1_000), None),
             Err(StateError::Invalid)
         );
         let other_platform =
-            StateSigner::new(b"secret-secret-secret", Duration::from_secs(600), "slack");
+            StateSigner::new(b"secret-secret-secret", Duration::from_secs(600), "linear");
         assert_eq!(
             other_platform.check(Some(&issued.state), at(1_000), None),
             Err(StateError::Invalid)
