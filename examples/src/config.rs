@@ -103,6 +103,10 @@ pub struct Args {
     #[arg(long, env = "REDIS_ACK_TIMEOUT_MS", default_value_t = 5000)]
     pub redis_ack_timeout_ms: u64,
 
+    /// Do nothing in the handler (no subscribe, no post): measures the runtime
+    /// alone, as the benchmarks do.
+    #[arg(long, env = "ECHO_NOOP", default_value_t = false)]
+    pub echo_noop: bool,
     /// Simulated work before each echo (ms).
     #[arg(long, env = "ECHO_DELAY_MS", default_value_t = 0)]
     pub echo_delay_ms: u64,

@@ -27,8 +27,12 @@ fn strip_mention(text: &str) -> &str {
 }
 
 /// A conversation turn (mention, DM, subscribed message, agent session): subscribe
-/// the thread, simulate `delay` of work (cancellable), post the echo.
-pub async fn on_turn(ctx: Ctx, event: Event, delay: Duration) -> Result<(), BoxError> {
+/// the thread, simulate `delay` of work (cancellable), post the echo. With `noop`,
+/// nothing at all.
+pub async fn on_turn(ctx: Ctx, event: Event, delay: Duration, noop: bool) -> Result<(), BoxError> {
+    if noop {
+        return Ok(());
+    }
     if !matches!(event.kind, EventKind::AgentSession(_)) {
         ctx.subscribe().await?;
     }

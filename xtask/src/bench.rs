@@ -521,6 +521,8 @@ impl Bench {
             vec![
                 ("CHAT_DISPATCH", s("deferred")),
                 ("CHAT_CONCURRENCY", s("queue")),
+                // The runtime alone: a handler that does nothing.
+                ("ECHO_NOOP", s("true")),
             ]
         };
         let mut runs = Vec::new();
@@ -617,6 +619,7 @@ impl Bench {
         for dispatch in ["sync", "deferred"] {
             let env = vec![
                 ("CHAT_DISPATCH", s(dispatch)),
+                ("ECHO_NOOP", s("true")),
                 ("CHAT_CONCURRENCY", s("queue")),
             ];
             let (load, limit) = self.load(None, 15.0, &["--connections", "64"]);

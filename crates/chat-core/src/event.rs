@@ -27,9 +27,39 @@ pub struct Event {
     pub retry_reason: Option<String>,
     /// What happened.
     pub kind: EventKind,
-    /// The raw request body exactly as received (signed bytes).
-    #[serde(default, skip_serializing_if = "Bytes::is_empty")]
+    /// The raw request body exactly as received (signed bytes). Serialized as a
+    /// string when it is UTF-8 (platform bodies are JSON or form-encoded), else as
+    /// an array of bytes.
+    #[serde(default, skip_serializing_if = "Bytes::is_empty", with = "raw_body")]
     pub raw: Bytes,
+}
+
+/// A body as a string when it is UTF-8: a 2 KB JSON body stays 2 KB in a queued
+/// event instead of becoming an 8 KB array of numbers.
+mod raw_body {
+    use bytes::Bytes;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(raw: &Bytes, s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(raw) {
+            Ok(text) => s.serialize_str(text),
+            Err(_) => s.serialize_bytes(raw),
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Text(String),
+        Bytes(Vec<u8>),
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        Ok(match Raw::deserialize(d)? {
+            Raw::Text(t) => Bytes::from(t),
+            Raw::Bytes(b) => Bytes::from(b),
+        })
+    }
 }
 
 impl Event {
@@ -284,6 +314,17 @@ mod tests {
         let json = serde_json::to_vec(&e).unwrap();
         let back: Event = serde_json::from_slice(&json).unwrap();
         assert_eq!(back, e);
+    }
+
+    #[test]
+    fn a_utf8_body_is_kept_as_a_string_and_other_bytes_survive() {
+        let e = sample();
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(json.contains(r#""raw":"{\"raw\":true}""#), "{json}");
+        let mut binary = sample();
+        binary.raw = Bytes::from_static(&[0xff, 0x00, 0x80]);
+        let back: Event = serde_json::from_slice(&serde_json::to_vec(&binary).unwrap()).unwrap();
+        assert_eq!(back.raw, binary.raw);
     }
 
     #[test]

@@ -41,7 +41,8 @@ async fn main() -> Result<(), BoxError> {
     };
 
     let delay = Duration::from_millis(args.echo_delay_ms);
-    let turn = move |ctx: Ctx, event: Event| echo::on_turn(ctx, event, delay);
+    let noop = args.echo_noop;
+    let turn = move |ctx: Ctx, event: Event| echo::on_turn(ctx, event, delay, noop);
     let observed = Arc::clone(&stats);
     let mut builder = Bot::builder()
         .state_arc(state)
