@@ -552,7 +552,7 @@ impl Bench {
         }
         let done = self.runs(&runs)?;
         let mut t = String::from(
-            "## backends: memory vs Redis (deferred dispatch, queue, echo handler)\n\n",
+            "## backends: memory vs Redis (deferred dispatch, queue, no-op handler)\n\n",
         );
         t.push_str(&latency_table(&done));
         let get = |label: &str| done.iter().find(|(l, _, _)| l == label).map(|(_, _, f)| f);
@@ -641,7 +641,7 @@ impl Bench {
         }
         let done = self.runs(&runs)?;
         let mut t = String::from(
-            "## dispatch: sync vs deferred (memory, queue, echo handler posting to the fake Slack API)\n\n",
+            "## dispatch: sync vs deferred (memory, queue, no-op handler)\n\n",
         );
         t.push_str(&latency_table(&done));
         let get = |label: &str| done.iter().find(|(l, _, _)| l == label).map(|(_, _, f)| f);

@@ -17,6 +17,7 @@ mod chaos;
 mod ci;
 mod cmd;
 mod demo;
+mod fuzz;
 mod redis;
 
 use std::process::ExitCode;
@@ -37,6 +38,9 @@ commands:
                         conversation of signed webhooks, printed as a timeline
                         (NAME: drop | queue | debounce | burst | burst-each |
                         concurrent; `demo --help` for the rest)
+  fuzz [--seconds N] [target…]
+                        every parser's fuzz target for N s each (default 60),
+                        stable toolchain, `-s none`; installs cargo-fuzz if needed
   redis-cluster up|down a local 3-master Redis Cluster on loopback ports; `up`
                         prints REDIS_CLUSTER_URLS for the tests
   help                  this text
@@ -49,6 +53,7 @@ fn main() -> ExitCode {
         Some("chaos") => chaos::run(&args[1..]),
         Some("ci") => ci::run(&args[1..]),
         Some("demo") => demo::run(&args[1..]),
+        Some("fuzz") => fuzz::run(&args[1..]),
         Some("redis-cluster") => redis::cluster_command(&args[1..]),
         Some("help" | "-h" | "--help") | None => {
             print!("{USAGE}");
