@@ -23,15 +23,58 @@ pub struct Args {
     /// Slack signing secret; without it Slack is not mounted.
     #[arg(long, env = "SLACK_SIGNING_SECRET", hide_env_values = true)]
     pub slack_signing_secret: Option<String>,
-    /// Slack bot token (xoxb-…).
+    /// Slack bot token (xoxb-…); not used in installation mode.
     #[arg(long, env = "SLACK_BOT_TOKEN", hide_env_values = true)]
     pub slack_bot_token: Option<String>,
-    /// The bot's Slack user id; learned from auth.test when unset.
+    /// The bot's Slack user id; learned from auth.test when unset. Not used
+    /// in installation mode (each installation has its own).
     #[arg(long, env = "SLACK_BOT_USER_ID")]
     pub slack_bot_user_id: Option<String>,
     /// Slack Web API base URL.
     #[arg(long, env = "SLACK_API_URL")]
     pub slack_api_url: Option<String>,
+
+    /// Installation mode for Slack: serve every workspace that installed the
+    /// app, each with its own token, instead of one SLACK_BOT_TOKEN (not used
+    /// then). Installations are stored encrypted in the state backend (memory
+    /// or Redis); needs INSTALLATION_KEYS.
+    #[arg(long, env = "ECHO_INSTALLATIONS", default_value_t = false)]
+    pub installations: bool,
+    /// Installation mode: the keys installations are encrypted with,
+    /// comma-separated `id:<64 hex>` entries (`openssl rand -hex 32`), the
+    /// current key first, then older keys that still decrypt.
+    #[arg(long, env = "INSTALLATION_KEYS", hide_env_values = true)]
+    pub installation_keys: Option<String>,
+    /// Installation mode: the Slack app's Client ID. With SLACK_CLIENT_SECRET
+    /// and SLACK_STATE_SECRET it mounts the install flow: GET /slack/install
+    /// and GET /slack/oauth/callback.
+    #[arg(long, env = "SLACK_CLIENT_ID")]
+    pub slack_client_id: Option<String>,
+    /// Installation mode: the Slack app's Client Secret.
+    #[arg(long, env = "SLACK_CLIENT_SECRET", hide_env_values = true)]
+    pub slack_client_secret: Option<String>,
+    /// Installation mode: the key that signs the install flow's `state`, at
+    /// least 16 bytes; the same on every replica.
+    #[arg(long, env = "SLACK_STATE_SECRET", hide_env_values = true)]
+    pub slack_state_secret: Option<String>,
+    /// Installation mode: the app's Redirect URL, where GET
+    /// /slack/oauth/callback is reached from outside; unset: the app's only
+    /// registered one.
+    #[arg(long, env = "SLACK_REDIRECT_URI")]
+    pub slack_redirect_uri: Option<String>,
+    /// Installation mode: the bot scopes an install requests, comma-separated.
+    #[arg(
+        long,
+        env = "SLACK_SCOPES",
+        value_delimiter = ',',
+        default_value = "app_mentions:read,channels:history,groups:history,im:history,mpim:history,chat:write,commands"
+    )]
+    pub slack_scopes: Vec<String>,
+    /// Installation mode: Slack's OAuth base URL; the authorize page is
+    /// `{url}/oauth/v2/authorize`, and `oauth.v2.access` and `auth.test` are
+    /// called at `{url}/api`.
+    #[arg(long, env = "SLACK_OAUTH_URL", default_value = "https://slack.com")]
+    pub slack_oauth_url: String,
 
     /// Linear webhook signing secret; without it Linear is not mounted.
     #[arg(long, env = "LINEAR_WEBHOOK_SECRET", hide_env_values = true)]
@@ -236,6 +279,14 @@ mod tests {
             "SLACK_BOT_TOKEN",
             "SLACK_BOT_USER_ID",
             "SLACK_API_URL",
+            "ECHO_INSTALLATIONS",
+            "INSTALLATION_KEYS",
+            "SLACK_CLIENT_ID",
+            "SLACK_CLIENT_SECRET",
+            "SLACK_STATE_SECRET",
+            "SLACK_REDIRECT_URI",
+            "SLACK_SCOPES",
+            "SLACK_OAUTH_URL",
             "LINEAR_WEBHOOK_SECRET",
             "LINEAR_API_KEY",
             "LINEAR_ACCESS_TOKEN",

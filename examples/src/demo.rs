@@ -11,7 +11,14 @@
 //! 4. a burst of follow-ups in the thread while the bot is busy;
 //! 5. a slash command, answered ephemerally in the HTTP response;
 //! 6. a Linear agent session, where the adapter's first thought lands before
-//!    the slow handler's response.
+//!    the slow handler's response;
+//! 7. two workspaces side by side: a second echo-bot in installation mode
+//!    (`--installations`, installations sealed in its state backend) is
+//!    installed in two workspaces through its OAuth routes against a
+//!    [`FakeSlackOAuth`]; a mention from each, in the same channel and
+//!    thread ids, is answered in its own workspace with its own token, and a
+//!    mention from a third, uninstalled workspace is acknowledged and
+//!    ignored.
 //!
 //! It prints a timeline of what arrived (with the status echo-bot answered),
 //! what the runtime decided (outcome names, from the ledger) and what was
@@ -24,13 +31,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chat_runtime::BoxError;
-use chat_testkit::{FakeLinear, FakeSlack, LinearCall, SlackCall};
+use chat_testkit::{FakeLinear, FakeSlack, FakeSlackOAuth, LinearCall, SlackCall, SlackWorkspace};
 use clap::ValueEnum;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::config::ConcurrencyArg;
 use crate::drive::ledger::{self, LedgerLine};
+use crate::drive::oauth::{self, SlackInstall};
 use crate::drive::{self, Answer, Delivery, EchoBot, EchoBotCommand, slack};
 
 /// How the demo runs.
@@ -122,7 +130,16 @@ struct BurstPromise {
     summary: &'static str,
 }
 
+/// The workspaces that install echo-bot in step 7: team id, name, the
+/// mention's event id.
+const INSTALLED: [(&str, &str, &str); 2] = [("T1", "Acme", "EvW1"), ("T2", "Globex", "EvW2")];
+/// The workspace of step 7 that never installed it.
+const UNINSTALLED: (&str, &str, &str) = ("T3", "Initech", "EvW3");
+/// The `ts` of step 7's mentions: the same in every workspace.
+const WORKSPACE_TS: &str = "1700000100.000100";
+
 const RAN: &str = "handler-ran";
+const IGNORED: &str = "message-ignored";
 const DUPLICATE: &str = "message-duplicate";
 const SUPERSEDED: &str = "message-superseded";
 const DROPPED: &str = "message-dropped";
@@ -245,11 +262,13 @@ async fn run_in(options: &Options, dir: &Path, out: &mut dyn Write) -> Result<Re
         report: Report::default(),
         patience: options.patience,
         strategy: options.strategy,
+        show_tokens: false,
     };
     let played = demo.conversation().await;
     let stopped = demo.stop().await;
     played?;
     stopped?;
+    demo.workspaces(options, dir).await?;
     let Demo { out, report, .. } = demo;
     writeln!(out)?;
     if report.succeeded() {
@@ -346,6 +365,8 @@ struct Demo<'o> {
     report: Report,
     patience: Duration,
     strategy: ConcurrencyArg,
+    /// Whether Slack calls show the token they carried.
+    show_tokens: bool,
 }
 
 impl Demo<'_> {
@@ -615,6 +636,309 @@ impl Demo<'_> {
         )
     }
 
+    /// Step 7: a second echo-bot, in installation mode, installed in two
+    /// workspaces; it replaces the first (stopped by now) in the timeline.
+    async fn workspaces(&mut self, options: &Options, dir: &Path) -> Result<(), BoxError> {
+        self.heading(
+            7,
+            "Two workspaces install echo-bot (--installations); each is answered with its own token",
+        )?;
+        let accounts = FakeSlackOAuth::try_start().await?;
+        for (team, _, _) in INSTALLED.iter().chain([&UNINSTALLED]) {
+            accounts.add_workspace(SlackWorkspace::new(team, &slack::workspace_token(team)));
+        }
+        let api = FakeSlack::try_start().await?;
+        let ledger = dir.join("ledger-installations.jsonl");
+        let window = options.window.as_millis().to_string();
+        let mut command = EchoBotCommand::new(&options.echo_bot)
+            .slack_installations(api.base_url(), &accounts)
+            .env("CHAT_DISPATCH", "deferred")
+            .env("CHAT_CONCURRENCY", strategy_name(self.strategy))
+            .env("CHAT_DEBOUNCE_MS", window.clone())
+            .env("CHAT_BURST_WINDOW_MS", window)
+            .env("ECHO_LEDGER", ledger.display().to_string())
+            .env("REPLICA", "echo-bot-installations")
+            .env(
+                "SHUTDOWN_DEADLINE_MS",
+                SHUTDOWN_DEADLINE.as_millis().to_string(),
+            )
+            .log_to(dir.join("echo-bot-installations.log"));
+        let state = match &options.redis_url {
+            Some(url) => {
+                command = command.env("REDIS_URL", url.clone()).env(
+                    "REDIS_PREFIX",
+                    format!(
+                        "chat-demo-installations-{}-{}",
+                        std::process::id(),
+                        drive::now_ms()
+                    ),
+                );
+                "Redis"
+            }
+            None => "memory",
+        };
+        let bot = command.spawn().await?;
+        writeln!(
+            self.out,
+            "    echo-bot (pid {}) in installation mode on http://{}: installations sealed in its state ({state}) under key demo-1",
+            bot.pid(),
+            bot.addr()
+        )?;
+        writeln!(
+            self.out,
+            "    fake Slack OAuth     {}",
+            accounts.authorize_url()
+        )?;
+        writeln!(self.out, "    fake Slack Web API   {}", api.base_url())?;
+        self.bot = bot;
+        self.slack = api;
+        self.ledger = ledger;
+        self.shown = Mark {
+            linear: self.linear.calls().len(),
+            ..Mark::default()
+        };
+        self.show_tokens = true;
+        let played = self.two_workspaces(&accounts).await;
+        let stopped = self.stop().await;
+        played?;
+        stopped
+    }
+
+    async fn two_workspaces(&mut self, accounts: &FakeSlackOAuth) -> Result<(), BoxError> {
+        // Installs, through echo-bot's own routes, as a browser goes through them.
+        let mut installs: Vec<(&str, Result<SlackInstall, String>)> = Vec::new();
+        for (team, name, _) in INSTALLED {
+            let before = self.t0.elapsed();
+            let exchanged = accounts.token_requests().len();
+            let install = oauth::install_slack(&self.bot, accounts, team)
+                .await
+                .map_err(|e| e.to_string());
+            let after = self.t0.elapsed();
+            match &install {
+                Ok(i) => {
+                    let state: String = i.state.chars().take(12).collect();
+                    self.entry(
+                        before,
+                        "browser",
+                        "install",
+                        team,
+                        format!(
+                            "GET /slack/install -> {} to the authorize page, state {state}…{}",
+                            i.install.status,
+                            if i.cookie.is_some() { " + cookie" } else { "" }
+                        ),
+                    );
+                    let code = oauth::query_value(&i.callback_url, "code").unwrap_or_default();
+                    self.entry(
+                        before,
+                        "browser",
+                        "approve",
+                        team,
+                        format!("{name}'s admin allows -> back to the callback with {code}"),
+                    );
+                    for request in accounts.token_requests().iter().skip(exchanged) {
+                        let answer = match (&request.tenant, &request.error) {
+                            (Some(t), _) => format!("tokens of {t}"),
+                            (None, Some(e)) => format!("error {e}"),
+                            (None, None) => "?".to_owned(),
+                        };
+                        self.entry(
+                            after,
+                            "slack out",
+                            "oauth.v2.access",
+                            "",
+                            format!("exchanges the code -> {answer}"),
+                        );
+                    }
+                    self.entry(
+                        after,
+                        "browser",
+                        "callback",
+                        team,
+                        format!(
+                            "GET /slack/oauth/callback (state, cookie) -> {} {:?}",
+                            i.callback.status, i.callback.body
+                        ),
+                    );
+                }
+                Err(e) => self.entry(before, "browser", "install", team, format!("failed: {e}")),
+            }
+            installs.push((team, install));
+        }
+        self.flush()?;
+        let installed = installs.iter().all(|(_, i)| {
+            i.as_ref().is_ok_and(|i| {
+                i.install.status == 302
+                    && !i.state.is_empty()
+                    && i.cookie.is_some()
+                    && i.callback.status == 200
+            })
+        });
+        self.check(
+            installed,
+            "each install: 302 to the authorize page with a signed state and its cookie, then the callback answers 200",
+            || {
+                installs
+                    .iter()
+                    .map(|(team, i)| match i {
+                        Ok(i) => format!(
+                            "{team}: install {}, callback {} {:?}",
+                            i.install.status, i.callback.status, i.callback.body
+                        ),
+                        Err(e) => format!("{team}: {e}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            },
+        )?;
+        let exchanged: Vec<Option<String>> = accounts
+            .token_requests()
+            .into_iter()
+            .map(|r| r.tenant)
+            .collect();
+        let wanted: Vec<Option<String>> = INSTALLED
+            .iter()
+            .map(|(team, _, _)| Some((*team).to_owned()))
+            .collect();
+        self.check(
+            exchanged == wanted,
+            "oauth.v2.access exchanged one code per workspace",
+            || format!("exchanges for {exchanged:?}"),
+        )?;
+
+        // A mention from each workspace, in the same channel and thread ids.
+        writeln!(self.out)?;
+        let mark = self.mark();
+        let mut answers = Vec::new();
+        for (team, name, event_id) in INSTALLED.iter().chain([&UNINSTALLED]) {
+            self.labels
+                .insert((*event_id).to_owned(), (*team).to_owned());
+            let text = format!("hello from {name}");
+            let body = slack::app_mention_in(team, event_id, WORKSPACE_TS, &text);
+            let answer = self
+                .deliver(
+                    &format!("app_mention ({team})"),
+                    event_id,
+                    &text,
+                    Delivery::slack_event(&body),
+                )
+                .await?;
+            answers.push(answer);
+        }
+        let view = self
+            .settle(mark, |v| {
+                INSTALLED
+                    .iter()
+                    .chain([&UNINSTALLED])
+                    .all(|(_, _, id)| !v.outcomes(id).is_empty())
+                    && v.posts().len() >= INSTALLED.len()
+            })
+            .await;
+        self.flush()?;
+        self.check_status(&answers.iter().collect::<Vec<_>>(), 200)?;
+        let mut expected: Vec<(&str, &str)> =
+            INSTALLED.iter().map(|(_, _, id)| (*id, RAN)).collect();
+        expected.push((UNINSTALLED.2, IGNORED));
+        self.expect_outcomes(&view, &expected)?;
+        let reasons: Vec<&str> = view
+            .ledger
+            .iter()
+            .filter(|l| l.event_id == UNINSTALLED.2)
+            .map(|l| l.reason.as_str())
+            .collect();
+        self.check(
+            reasons == ["unknown-installation"],
+            &format!(
+                "{}'s mention ({}, not installed) is acknowledged and ignored: unknown-installation",
+                UNINSTALLED.1, UNINSTALLED.0
+            ),
+            || format!("reasons {reasons:?}"),
+        )?;
+        let mut columns = Vec::new();
+        for (team, name, _) in INSTALLED {
+            let echo = format!("echo: hello from {name}");
+            let bearer = format!("Bearer {}", slack::workspace_token(team));
+            let post = view
+                .slack
+                .iter()
+                .find(|c| c.method == "chat.postMessage" && c.body["text"] == echo.as_str());
+            let ok = post.is_some_and(|c| {
+                c.ok && c.body["channel"] == slack::CHANNEL
+                    && c.body["thread_ts"] == WORKSPACE_TS
+                    && c.authorization.as_deref() == Some(bearer.as_str())
+            });
+            self.check(
+                ok,
+                &format!("{name} ({team}) is answered {echo:?} in its thread with its own token"),
+                || format!("Slack got {:?}", methods(&view.slack)),
+            )?;
+            columns.push((
+                format!("{team} ({name})"),
+                post.map(|c| {
+                    (
+                        format!(
+                            "#{} thread {}",
+                            c.body["channel"].as_str().unwrap_or_default(),
+                            c.body["thread_ts"].as_str().unwrap_or_default()
+                        ),
+                        format!("{:?}", c.body["text"].as_str().unwrap_or_default()),
+                        c.authorization.clone().unwrap_or_default(),
+                    )
+                }),
+            ));
+        }
+        let posts = view.posts().len();
+        self.check(
+            posts == INSTALLED.len(),
+            &format!("nothing is posted for {}", UNINSTALLED.0),
+            || format!("Slack got {:?}", methods(&view.slack)),
+        )?;
+        self.side_by_side(&columns)?;
+        Ok(())
+    }
+
+    /// The two workspaces' answers in two columns.
+    #[allow(clippy::type_complexity)]
+    fn side_by_side(
+        &mut self,
+        columns: &[(String, Option<(String, String, String)>)],
+    ) -> std::io::Result<()> {
+        writeln!(self.out)?;
+        let cell = |c: &Option<(String, String, String)>, row: usize| -> String {
+            match c {
+                Some((place, text, token)) => match row {
+                    0 => place.clone(),
+                    1 => text.clone(),
+                    _ => token.clone(),
+                },
+                None => "(nothing posted)".to_owned(),
+            }
+        };
+        let mut line = format!("    {:<10}", "");
+        for (title, _) in columns {
+            line.push_str(&format!(" {title:<38}"));
+        }
+        writeln!(self.out, "{}", line.trim_end())?;
+        for (row, label) in ["posted in", "text", "token"].iter().enumerate() {
+            let mut line = format!("    {label:<10}");
+            for (_, c) in columns {
+                line.push_str(&format!(" {:<38}", cell(c, row)));
+            }
+            writeln!(self.out, "{}", line.trim_end())?;
+        }
+        Ok(())
+    }
+
+    fn entry(&mut self, at: Duration, lane: &'static str, name: &str, id: &str, detail: String) {
+        self.sent.push(Entry {
+            at,
+            lane,
+            name: name.to_owned(),
+            id: id.to_owned(),
+            detail,
+        });
+    }
+
     /// SIGTERM, and a clean exit within the shutdown deadline.
     async fn stop(&mut self) -> Result<(), BoxError> {
         let margin = Duration::from_secs(3);
@@ -751,12 +1075,21 @@ impl Demo<'_> {
             });
         }
         for call in &view.slack {
+            let mut detail = slack_detail(call);
+            if self.show_tokens
+                && let Some(token) = call
+                    .authorization
+                    .as_deref()
+                    .and_then(|a| a.strip_prefix("Bearer "))
+            {
+                detail.push_str(&format!(" [{token}]"));
+            }
             entries.push(Entry {
                 at: call.at.saturating_duration_since(self.t0),
                 lane: "slack out",
                 name: call.method.clone(),
                 id: String::new(),
-                detail: slack_detail(call),
+                detail,
             });
         }
         for call in &view.linear {

@@ -9,6 +9,8 @@
 //!
 //! * [`config`]: every setting as a flag and an environment variable.
 //! * [`echo`]: the handlers.
+//! * [`slack`]: the Slack adapter, in single-token or installation mode, and
+//!   the install flow's routes.
 //! * [`stats`]: outcome counters for `GET /stats`, and the outcome ledger.
 //!
 //! ```
@@ -29,6 +31,7 @@ pub mod demo;
 pub mod drive;
 pub mod echo;
 pub mod linear;
+pub mod slack;
 pub mod stats;
 
 /// The guides in `docs/`, compiled as doctests so that every code block in them
@@ -49,4 +52,6 @@ pub mod guides {
     pub struct Observability;
     #[doc = include_str!("../../docs/testing.md")]
     pub struct Testing;
+    #[doc = include_str!("../../docs/multi-workspace.md")]
+    pub struct MultiWorkspace;
 }

@@ -24,6 +24,15 @@ async fn conversation(strategy: ConcurrencyArg) {
     let report = report.unwrap_or_else(|e| panic!("{e}\n{shown}"));
     assert!(report.succeeded(), "{:?}\n{shown}", report.failures);
     assert!(shown.contains("demo ok"), "{shown}");
+    // Step 7, two workspaces side by side, ran and held under this strategy too.
+    for step in [
+        "7. Two workspaces",
+        "ok    Acme (T1) is answered \"echo: hello from Acme\" in its thread with its own token",
+        "ok    Globex (T2) is answered \"echo: hello from Globex\" in its thread with its own token",
+        "is acknowledged and ignored: unknown-installation",
+    ] {
+        assert!(shown.contains(step), "no {step:?} in:\n{shown}");
+    }
 }
 
 #[tokio::test]
@@ -74,6 +83,12 @@ fn the_demo_binary_exits_0_and_prints_the_timeline() {
         "/echo",
         "thought (ephemeral)",
         "GET /stats",
+        "7. Two workspaces",
+        "GET /slack/oauth/callback (state, cookie) -> 200",
+        "\"echo: hello from Acme\" [xoxb-T1-echo-bot]",
+        "\"echo: hello from Globex\" [xoxb-T2-echo-bot]",
+        "message-ignored      T3    unknown-installation",
+        "Bearer xoxb-T1-echo-bot",
         "demo ok",
     ] {
         assert!(stdout.contains(shown), "no {shown:?} in:\n{stdout}");

@@ -8,8 +8,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use chat_testkit::{FakeLinear, FakeSlack};
-use examples::drive::{self, Delivery, EchoBot, EchoBotCommand, ledger, linear, slack};
+use chat_testkit::{FakeLinear, FakeSlack, FakeSlackOAuth, SlackWorkspace};
+use examples::drive::{self, Delivery, EchoBot, EchoBotCommand, ledger, linear, oauth, slack};
 use serde_json::{Value, json};
 
 /// How long any one wait may take: generous, for a loaded CI machine.
@@ -374,4 +374,121 @@ async fn a_burst_during_a_slow_handler_is_echoed_in_join_order_under_the_queue_s
     wait_for_stats(&bot, &json!({"handler-ran": 3, "message-superseded": 2})).await;
     assert_eq!(fake.posts().len(), 3);
     stop(bot).await;
+}
+
+#[tokio::test]
+async fn installation_mode_answers_each_installed_workspace_with_its_own_token() {
+    let api = FakeSlack::start().await;
+    let accounts = FakeSlackOAuth::start().await;
+    for team in ["T1", "T2"] {
+        accounts.add_workspace(SlackWorkspace::new(team, &slack::workspace_token(team)));
+    }
+    let ledger_path = scratch("installations", "jsonl");
+    let _ = std::fs::remove_file(&ledger_path);
+    let bot = echo_bot("installations")
+        .slack_installations(api.base_url(), &accounts)
+        // Not used in installation mode.
+        .env("SLACK_BOT_TOKEN", drive::SLACK_BOT_TOKEN)
+        .env("ECHO_LEDGER", ledger_path.display().to_string())
+        .spawn()
+        .await
+        .unwrap();
+
+    for team in ["T1", "T2"] {
+        let install = oauth::install_slack(&bot, &accounts, team).await.unwrap();
+        assert_eq!(install.install.status, 302);
+        assert!(
+            install.authorize_url.starts_with(&accounts.authorize_url()),
+            "{}",
+            install.authorize_url
+        );
+        assert!(install.cookie.is_some(), "the state is bound by a cookie");
+        assert!(
+            install
+                .callback_url
+                .starts_with(&bot.url("/slack/oauth/callback?"))
+        );
+        assert_eq!(
+            install.callback.status,
+            200,
+            "{}{}",
+            install.callback.body,
+            bot.log_tail(20)
+        );
+    }
+    let exchanged: Vec<Option<String>> = accounts
+        .token_requests()
+        .into_iter()
+        .map(|r| r.tenant)
+        .collect();
+    assert_eq!(exchanged, [Some("T1".to_owned()), Some("T2".to_owned())]);
+
+    // A callback replayed without the browser's cookie is refused.
+    let again = oauth::install_slack(&bot, &accounts, "T1").await.unwrap();
+    let replay = bot.get_url(&again.callback_url, &[]).await.unwrap();
+    assert_eq!(replay.status, 400, "{}", replay.body);
+
+    // The same channel and thread in each workspace, and a third, uninstalled one.
+    for (team, id) in [("T1", "EvT1"), ("T2", "EvT2"), ("T3", "EvT3")] {
+        let body = slack::app_mention_in(team, id, ROOT_TS, &format!("hello from {team}"));
+        let answer = bot.deliver(&Delivery::slack_event(&body)).await.unwrap();
+        assert_eq!(answer.status, 200, "{team}: {}", answer.body);
+    }
+    let posts = api.wait_for_calls("chat.postMessage", 2, PATIENCE).await;
+    assert_eq!(posts.len(), 2, "{posts:?}{}", bot.log_tail(20));
+    wait_for_stats(&bot, &json!({"handler-ran": 2, "message-ignored": 1})).await;
+    for team in ["T1", "T2"] {
+        let text = format!("echo: hello from {team}");
+        let post = api
+            .posts()
+            .into_iter()
+            .find(|p| p.body["text"] == text.as_str())
+            .unwrap_or_else(|| panic!("no {text:?} in {:?}", api.calls()));
+        assert_eq!(post.body["channel"], slack::CHANNEL);
+        assert_eq!(post.body["thread_ts"], ROOT_TS);
+        assert_eq!(
+            post.authorization.as_deref(),
+            Some(format!("Bearer {}", slack::workspace_token(team)).as_str())
+        );
+    }
+    assert!(
+        api.calls().iter().all(|c| c.authorization.as_deref()
+            != Some(format!("Bearer {}", drive::SLACK_BOT_TOKEN).as_str())),
+        "SLACK_BOT_TOKEN is never used: {:?}",
+        api.calls()
+    );
+    let ignored: Vec<(String, String)> = ledger::read(&ledger_path)
+        .into_iter()
+        .filter(|l| l.outcome == "message-ignored")
+        .map(|l| (l.event_id, l.reason))
+        .collect();
+    assert_eq!(
+        ignored,
+        [("EvT3".to_owned(), "unknown-installation".to_owned())]
+    );
+    stop(bot).await;
+}
+
+#[tokio::test]
+async fn installation_mode_refuses_to_start_without_its_keys_or_state_secret() {
+    let api = FakeSlack::start().await;
+    let accounts = FakeSlackOAuth::start().await;
+    let err = echo_bot("installations-no-keys")
+        .slack_installations(api.base_url(), &accounts)
+        .env_remove("INSTALLATION_KEYS")
+        .ready_within(PATIENCE)
+        .spawn()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("INSTALLATION_KEYS"), "{err}");
+
+    let err = echo_bot("installations-no-state-secret")
+        .slack_installations(api.base_url(), &accounts)
+        .env_remove("SLACK_STATE_SECRET")
+        .spawn()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("SLACK_STATE_SECRET"), "{err}");
 }

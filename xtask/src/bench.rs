@@ -640,9 +640,8 @@ impl Bench {
             });
         }
         let done = self.runs(&runs)?;
-        let mut t = String::from(
-            "## dispatch: sync vs deferred (memory, queue, no-op handler)\n\n",
-        );
+        let mut t =
+            String::from("## dispatch: sync vs deferred (memory, queue, no-op handler)\n\n");
         t.push_str(&latency_table(&done));
         let get = |label: &str| done.iter().find(|(l, _, _)| l == label).map(|(_, _, f)| f);
         if let (Some(sy), Some(de)) = (get("sync-max"), get("deferred-max")) {

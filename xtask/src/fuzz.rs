@@ -23,7 +23,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                     .ok_or("--seconds needs a number")?;
             }
             t if TARGETS.contains(&t) => targets.push(t.to_owned()),
-            other => return Err(format!("unknown fuzz target or flag `{other}` (targets: {TARGETS:?})")),
+            other => {
+                return Err(format!(
+                    "unknown fuzz target or flag `{other}` (targets: {TARGETS:?})"
+                ));
+            }
         }
     }
     if targets.is_empty() {
@@ -53,7 +57,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             "-rss_limit_mb=2048",
         ]);
         let (ok, took) = cmd::run(c);
-        println!("fuzz: {t} {} ({:.0} s)", if ok { "ok, no crash" } else { "FAILED" }, took.as_secs_f64());
+        println!(
+            "fuzz: {t} {} ({:.0} s)",
+            if ok { "ok, no crash" } else { "FAILED" },
+            took.as_secs_f64()
+        );
         if !ok {
             failed.push(t.clone());
         }
@@ -61,6 +69,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(format!("fuzz targets found a crash or did not build: {failed:?} (artifacts in fuzz/artifacts/)"))
+        Err(format!(
+            "fuzz targets found a crash or did not build: {failed:?} (artifacts in fuzz/artifacts/)"
+        ))
     }
 }

@@ -24,7 +24,7 @@
 //! use chat_state_memory::MemoryState;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-//! // In production: KeyRing::parse(&std::env::var("CHAT_INSTALLATION_KEYS")?)
+//! // In production: KeyRing::parse(&std::env::var("INSTALLATION_KEYS")?)
 //! // with keys from `openssl rand -hex 32`, and a RedisState.
 //! let keys = KeyRing::new(EncryptionKey::from_hex("2024-07", &"5e".repeat(32))?);
 //! let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
@@ -51,7 +51,7 @@
 //!
 //! 1. Generate a key (`openssl rand -hex 32`) and put it **first** in the
 //!    ring's configuration, keeping the old one after it:
-//!    `CHAT_INSTALLATION_KEYS=2024-07:<new hex>,2024-01:<old hex>`. Deploy:
+//!    `INSTALLATION_KEYS=2024-07:<new hex>,2024-01:<old hex>`. Deploy:
 //!    new and refreshed installations are sealed with the new key, old ones
 //!    still open with the old key.
 //! 2. Rewrite the old records (`get` then `put` each tenant, or let

@@ -45,7 +45,7 @@ async fn main() -> Result<(), BoxError> {
     let turn = move |ctx: Ctx, event: Event| echo::on_turn(ctx, event, delay, noop);
     let observed = Arc::clone(&stats);
     let mut builder = Bot::builder()
-        .state_arc(state)
+        .state_arc(Arc::clone(&state))
         .options(args.runtime_options())
         .observer(move |r: &OutcomeRecord| {
             observed.record(r);
@@ -61,29 +61,24 @@ async fn main() -> Result<(), BoxError> {
 
     let mut routes = Router::new();
     let mut mounted = Vec::new();
-    match (&args.slack_signing_secret, &args.slack_bot_token) {
-        (Some(secret), Some(token)) => {
-            let mut slack = chat_slack::SlackAdapter::builder()
-                .signing_secret(secret)
-                .bot_token(token);
-            if let Some(id) = &args.slack_bot_user_id {
-                slack = slack.bot_user_id(id);
-            }
-            if let Some(url) = &args.slack_api_url {
-                slack = slack.api_base_url(url);
-            }
-            builder = builder.adapter(slack.build()?);
-            mounted.push("slack");
+    if let Some(slack) = examples::slack::adapter(&args, &state)? {
+        if let Some(oauth) = &slack.oauth {
+            routes = routes.merge(examples::slack::oauth_routes(oauth));
+            tracing::info!(
+                install = examples::slack::INSTALL_PATH,
+                callback = examples::slack::CALLBACK_PATH,
+                "slack: install flow mounted"
+            );
         }
-        (None, _) => tracing::warn!("Slack is not mounted: SLACK_SIGNING_SECRET is not set"),
-        (_, None) => tracing::warn!("Slack is not mounted: SLACK_BOT_TOKEN is not set"),
+        builder = builder.adapter(slack.adapter);
+        mounted.push("slack");
     }
     if let Some(linear) = examples::linear::adapter(&args)? {
         builder = builder.adapter_arc(linear);
         mounted.push("linear");
     }
     if mounted.is_empty() {
-        return Err("no adapter is configured: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN, or LINEAR_WEBHOOK_SECRET".into());
+        return Err("no adapter is configured: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (or --installations), or LINEAR_WEBHOOK_SECRET".into());
     }
     let bot = builder.build()?;
     for name in &mounted {

@@ -27,6 +27,7 @@
 
 pub mod ledger;
 pub mod linear;
+pub mod oauth;
 mod process;
 pub mod slack;
 
@@ -40,6 +41,12 @@ pub use process::{Answer, EchoBot, EchoBotCommand, Stopped};
 pub const SLACK_SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 /// The Slack bot token echo-bot is given by [`EchoBotCommand::slack`].
 pub const SLACK_BOT_TOKEN: &str = "xoxb-echo-bot-demo";
+/// The keys echo-bot encrypts installations with in installation mode
+/// ([`EchoBotCommand::slack_installations`]): one key, `demo-1`.
+pub const INSTALLATION_KEYS: &str =
+    "demo-1:5e1f0c2a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f";
+/// The key that signs the install flow's `state` in installation mode.
+pub const SLACK_STATE_SECRET: &str = "echo-bot-demo-state-secret-32-by";
 /// The Linear webhook secret echo-bot is given by [`EchoBotCommand::linear`].
 pub const LINEAR_WEBHOOK_SECRET: &str = "lin_wh_echo_bot_demo";
 /// The Linear OAuth token echo-bot is given by [`EchoBotCommand::linear`].

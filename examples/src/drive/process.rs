@@ -9,6 +9,7 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use chat_runtime::BoxError;
+use chat_testkit::FakeSlackOAuth;
 use clap::CommandFactory;
 use serde_json::Value;
 use tokio::process::{Child, Command};
@@ -35,6 +36,8 @@ const ATTEMPTS: usize = 4;
 pub struct EchoBotCommand {
     exe: PathBuf,
     env: BTreeMap<String, String>,
+    /// Variables set to a URL of echo-bot itself: variable → path.
+    own_urls: BTreeMap<String, String>,
     log: Option<PathBuf>,
     ready_within: Duration,
 }
@@ -52,6 +55,7 @@ impl EchoBotCommand {
         Self {
             exe: exe.into(),
             env,
+            own_urls: BTreeMap::new(),
             log: None,
             ready_within: Duration::from_secs(20),
         }
@@ -64,10 +68,20 @@ impl EchoBotCommand {
         self
     }
 
+    /// Sets `key` to the URL of `path` on the echo-bot being started
+    /// (`http://127.0.0.1:{port}{path}`), known only once its port is picked:
+    /// e.g. `SLACK_REDIRECT_URI`.
+    #[must_use]
+    pub fn env_own_url(mut self, key: &str, path: &str) -> Self {
+        self.own_urls.insert(key.to_owned(), path.to_owned());
+        self
+    }
+
     /// Removes an environment variable set earlier.
     #[must_use]
     pub fn env_remove(mut self, key: &str) -> Self {
         self.env.remove(key);
+        self.own_urls.remove(key);
         self
     }
 
@@ -81,6 +95,28 @@ impl EchoBotCommand {
             .env("SLACK_BOT_TOKEN", super::SLACK_BOT_TOKEN)
             .env("SLACK_BOT_USER_ID", super::slack::BOT_USER)
             .env("SLACK_API_URL", api_url)
+    }
+
+    /// Mounts Slack in installation mode (`ECHO_INSTALLATIONS`) with the
+    /// install flow against `oauth`: the signing secret, the Web API at
+    /// `api_url` (a `FakeSlack`'s base URL),
+    /// [`INSTALLATION_KEYS`](super::INSTALLATION_KEYS), the fake app's client
+    /// id and secret, [`SLACK_STATE_SECRET`](super::SLACK_STATE_SECRET), the
+    /// fake's authorize page and `oauth.v2.access` (`SLACK_OAUTH_URL`), and
+    /// echo-bot's own callback URL as `SLACK_REDIRECT_URI`.
+    #[must_use]
+    pub fn slack_installations(self, api_url: &str, oauth: &FakeSlackOAuth) -> Self {
+        let api = oauth.api_base_url();
+        let base = api.strip_suffix("/api").unwrap_or(&api).to_owned();
+        self.env("SLACK_SIGNING_SECRET", super::SLACK_SIGNING_SECRET)
+            .env("SLACK_API_URL", api_url)
+            .env("ECHO_INSTALLATIONS", "true")
+            .env("INSTALLATION_KEYS", super::INSTALLATION_KEYS)
+            .env("SLACK_CLIENT_ID", FakeSlackOAuth::CLIENT_ID)
+            .env("SLACK_CLIENT_SECRET", FakeSlackOAuth::CLIENT_SECRET)
+            .env("SLACK_STATE_SECRET", super::SLACK_STATE_SECRET)
+            .env("SLACK_OAUTH_URL", base)
+            .env_own_url("SLACK_REDIRECT_URI", crate::slack::CALLBACK_PATH)
     }
 
     /// Mounts Linear: [`LINEAR_WEBHOOK_SECRET`](super::LINEAR_WEBHOOK_SECRET),
@@ -120,6 +156,8 @@ impl EchoBotCommand {
         }
         let http = reqwest::Client::builder()
             .no_proxy()
+            // Redirects (the install flow's) are answers to look at.
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(30))
             .build()?;
         let mut last_error = String::new();
@@ -167,6 +205,11 @@ impl EchoBotCommand {
             c.env_remove(key);
         }
         c.envs(&self.env)
+            .envs(
+                self.own_urls
+                    .iter()
+                    .map(|(key, path)| (key, format!("http://{addr}{path}"))),
+            )
             .env("BIND", addr.to_string())
             .stdin(Stdio::null())
             .kill_on_drop(true);
@@ -213,9 +256,19 @@ pub struct Answer {
     pub content_type: Option<String>,
     /// The body, as text.
     pub body: String,
+    /// Every header, names in lower case, in order.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Answer {
+    /// The first value of header `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The body parsed as JSON, if it is JSON.
     pub fn json(&self) -> Option<Value> {
         serde_json::from_str(&self.body).ok()
@@ -281,9 +334,19 @@ impl EchoBot {
         answer(request.body(delivery.body.clone()).send().await?).await
     }
 
-    /// A GET of `path`.
+    /// A GET of `path`. Redirects are not followed: a `302` is the answer.
     pub async fn get(&self, path: &str) -> Result<Answer, BoxError> {
-        answer(self.http.get(self.url(path)).send().await?).await
+        self.get_url(&self.url(path), &[]).await
+    }
+
+    /// A GET of a full `url` with `headers` (a cookie, say), not following
+    /// redirects.
+    pub async fn get_url(&self, url: &str, headers: &[(&str, &str)]) -> Result<Answer, BoxError> {
+        let mut request = self.http.get(url);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        answer(request.send().await?).await
     }
 
     /// `GET /stats`, as JSON.
@@ -410,11 +473,22 @@ async fn answer(response: reqwest::Response) -> Result<Answer, BoxError> {
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let headers = response
+        .headers()
+        .iter()
+        .filter_map(|(name, value)| {
+            value
+                .to_str()
+                .ok()
+                .map(|v| (name.as_str().to_owned(), v.to_owned()))
+        })
+        .collect();
     let body = response.text().await?;
     Ok(Answer {
         status,
         content_type,
         body,
+        headers,
     })
 }
 

@@ -20,17 +20,23 @@ pub fn mentioning(text: &str) -> String {
 
 /// An `event_callback` envelope around `event`.
 pub fn callback(event_id: &str, event: Value) -> Value {
+    callback_in(TEAM, BOT_USER, event_id, event)
+}
+
+/// An `event_callback` envelope around `event` from workspace `team`, whose
+/// installation's bot user is `bot_user` (`authorizations[0]`).
+pub fn callback_in(team: &str, bot_user: &str, event_id: &str, event: Value) -> Value {
     let mut body = json!({
         "token": "XXYYZZ",
-        "team_id": TEAM,
+        "team_id": team,
         "api_app_id": "A0ECHO",
         "type": "event_callback",
         "event_id": event_id,
         "event_time": 1_700_000_000,
         "authorizations": [{
             "enterprise_id": null,
-            "team_id": TEAM,
-            "user_id": BOT_USER,
+            "team_id": team,
+            "user_id": bot_user,
             "is_bot": true,
             "is_enterprise_install": false
         }],
@@ -61,6 +67,22 @@ fn event(kind: &str, ts: &str, thread_ts: Option<&str>, text: &str) -> Value {
 /// ([`mentioning`]).
 pub fn app_mention(event_id: &str, ts: &str, thread_ts: Option<&str>, text: &str) -> Value {
     callback(event_id, event("app_mention", ts, thread_ts, text))
+}
+
+/// [`app_mention`] in workspace `team`, where the bot user is `U{team}` (as
+/// a `SlackWorkspace` of `FakeSlackOAuth` has it) and mentioned first.
+pub fn app_mention_in(team: &str, event_id: &str, ts: &str, text: &str) -> Value {
+    let bot_user = format!("U{team}");
+    let text = format!("<@{bot_user}> {text}");
+    let mut e = event("app_mention", ts, None, &text);
+    e["team"] = json!(team);
+    callback_in(team, &bot_user, event_id, e)
+}
+
+/// The bot token workspace `team` installs echo-bot with, in the demo and
+/// the tests.
+pub fn workspace_token(team: &str) -> String {
+    format!("xoxb-{team}-echo-bot")
 }
 
 /// A post in [`CHANNEL`] as a `message` event: a plain message, or the twin
