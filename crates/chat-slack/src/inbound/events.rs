@@ -100,17 +100,20 @@ fn callback(cx: &Context, env: Envelope) -> Result<Inbound, WebhookError> {
         tenant,
         installation_user,
     };
-    let head = EventHead::deserialize(&event).map_err(|e| json_error(&e))?;
+    let event = event.get();
+    let head: EventHead = serde_json::from_str(event).map_err(|e| json_error(&e))?;
     let kind = head.kind.as_deref().unwrap_or("");
+    // The less common kinds keep the event's JSON as a value.
+    let value = || serde_json::from_str::<serde_json::Value>(event).map_err(|e| json_error(&e));
     match kind {
-        "app_mention" | "message" => message(cx, &d, &event, kind == "app_mention"),
-        "reaction_added" | "reaction_removed" => reaction(cx, &d, &event, kind == "reaction_added"),
+        "app_mention" | "message" => message(cx, &d, event, kind == "app_mention"),
+        "reaction_added" | "reaction_removed" => reaction(cx, &d, event, kind == "reaction_added"),
         "assistant_thread_started" | "assistant_thread_context_changed" => {
-            assistant_thread(cx, &d, kind, event)
+            assistant_thread(cx, &d, kind, value()?)
         }
-        "app_home_opened" | "member_joined_channel" => channel_event(cx, &d, kind, event),
+        "app_home_opened" | "member_joined_channel" => channel_event(cx, &d, kind, value()?),
         "app_uninstalled" | "tokens_revoked" if cx.lifecycle_events => {
-            Ok(lifecycle(cx, &d, kind, event))
+            Ok(lifecycle(cx, &d, kind, value()?))
         }
         "" => Err(malformed("event without type")),
         other => Ok(ignored(format!("unsupported:{}", reason_name(other)))),
@@ -120,10 +123,10 @@ fn callback(cx: &Context, env: Envelope) -> Result<Inbound, WebhookError> {
 fn message(
     cx: &Context,
     d: &Delivery,
-    event: &serde_json::Value,
+    event: &str,
     is_app_mention: bool,
 ) -> Result<Inbound, WebhookError> {
-    let m = MessageEvent::deserialize(event).map_err(|e| json_error(&e))?;
+    let m: MessageEvent = serde_json::from_str(event).map_err(|e| json_error(&e))?;
     let channel = present(m.channel.as_ref())
         .ok_or_else(|| malformed("message without channel"))?
         .to_owned();
@@ -279,10 +282,10 @@ fn deleted(cx: &Context, d: &Delivery, m: &MessageEvent, channel: &str, is_dm: b
 fn reaction(
     cx: &Context,
     d: &Delivery,
-    event: &serde_json::Value,
+    event: &str,
     added: bool,
 ) -> Result<Inbound, WebhookError> {
-    let r = ReactionEvent::deserialize(event).map_err(|e| json_error(&e))?;
+    let r: ReactionEvent = serde_json::from_str(event).map_err(|e| json_error(&e))?;
     let item = r.item.unwrap_or_default();
     match item.kind.as_deref() {
         Some("message") => {}

@@ -18,7 +18,9 @@ pub(crate) struct Envelope {
     pub(crate) context_enterprise_id: Option<String>,
     pub(crate) event_id: Option<String>,
     pub(crate) authorizations: Option<Vec<Authorization>>,
-    pub(crate) event: Option<serde_json::Value>,
+    /// The inner event, kept as raw JSON and parsed once, straight into the
+    /// struct its `type` calls for.
+    pub(crate) event: Option<Box<serde_json::value::RawValue>>,
 }
 
 /// One entry of `authorizations`: the installation the delivery is for.
