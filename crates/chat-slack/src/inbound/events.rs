@@ -279,12 +279,7 @@ fn deleted(cx: &Context, d: &Delivery, m: &MessageEvent, channel: &str, is_dm: b
 /// `reaction_added` / `reaction_removed` on a message. The payload names the
 /// message but not its thread, so the thread is the message's own `ts` (a
 /// reaction on a reply lands on a thread named after that reply).
-fn reaction(
-    cx: &Context,
-    d: &Delivery,
-    event: &str,
-    added: bool,
-) -> Result<Inbound, WebhookError> {
+fn reaction(cx: &Context, d: &Delivery, event: &str, added: bool) -> Result<Inbound, WebhookError> {
     let r: ReactionEvent = serde_json::from_str(event).map_err(|e| json_error(&e))?;
     let item = r.item.unwrap_or_default();
     match item.kind.as_deref() {
