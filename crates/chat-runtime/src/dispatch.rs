@@ -11,6 +11,7 @@ use chat_core::{
 };
 use http::request::Parts;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::bot::{BotInner, lock};
 use crate::cancel::CancelCause;
@@ -94,14 +95,26 @@ async fn deliver(
         },
         Ok(_) => return adapter.respond(None, &Verdict::Ignored),
     };
-    let verdict = match inner.handlers.plan(&event) {
-        Plan::Ignore(reason) => {
-            inner.recorder.event(&event, Outcome::Ignored, reason);
-            Verdict::Ignored
+    let span = tracing::info_span!(
+        "delivery",
+        platform = %event.platform(),
+        tenant = %event.tenant(),
+        event_id = %event.id,
+        scope = %scope_of(inner, adapter.as_ref(), &event),
+    );
+    let decide = async {
+        match inner.handlers.plan(&event) {
+            Plan::Ignore(reason) => {
+                inner.recorder.event(&event, Outcome::Ignored, reason);
+                Verdict::Ignored
+            }
+            Plan::Control => stop(inner, adapter, &event).await,
+            Plan::Admit { gate, serialized } => {
+                admit(inner, adapter, &event, gate, serialized).await
+            }
         }
-        Plan::Control => stop(inner, adapter, &event).await,
-        Plan::Admit { gate, serialized } => admit(inner, adapter, &event, gate, serialized).await,
     };
+    let verdict = decide.instrument(span).await;
     adapter.respond(Some(&event), &verdict)
 }
 

@@ -13,6 +13,7 @@ use chat_core::{
 };
 use futures_util::FutureExt;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::admission::Permit;
 use crate::bot::{BotInner, lock};
@@ -394,7 +395,15 @@ impl Holder {
         });
         let started = Instant::now();
         let mut cancelled_at = None;
-        let mut fut = AssertUnwindSafe(handler.call(ctx, (*event).clone())).catch_unwind();
+        let span = tracing::info_span!(
+            "handler",
+            event_id = %event.id,
+            thread = %event.thread,
+            fence = lease.map(Lease::fence),
+            skipped = ctx.skipped().len(),
+        );
+        let mut fut =
+            AssertUnwindSafe(handler.call(ctx, (*event).clone()).instrument(span)).catch_unwind();
         let never = tokio_util::sync::CancellationToken::new();
         let (lost_token, stop_token) = match &keeper {
             Some(k) => (k.lost().clone(), k.stop_requested().clone()),
