@@ -2,6 +2,7 @@
 //! on `127.0.0.1`, that records every request and answers each operation as
 //! Linear does unless a scripted answer is queued.
 
+use crate::server::{Server, serve};
 use std::collections::VecDeque;
 use std::fmt;
 use std::io;
@@ -20,7 +21,6 @@ use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 /// The header in which Linear gives the end of a rate-limit window, in Unix
@@ -249,15 +249,6 @@ impl Shared {
     }
 }
 
-/// Stops the server when the last [`FakeLinear`] clone goes.
-struct Server(JoinHandle<()>);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 impl FakeLinear {
     /// The id `Viewer` answers: the authenticated (app) user.
     pub const VIEWER_ID: &'static str = "a1b2c3d4-0000-4000-8000-00000000a99e";
@@ -278,22 +269,16 @@ impl FakeLinear {
     /// Starts the server on `127.0.0.1` and a free port, or says why it
     /// could not.
     pub async fn try_start() -> io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::default());
         let app = Router::new()
             .route("/graphql", post(answer))
             .with_state(Arc::clone(&shared));
-        let server = tokio::spawn(async move {
-            // Serving only ends with an accept error axum cannot retry; the
-            // client then sees a transport error.
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, server) = serve(app).await?;
         Ok(Self {
             shared,
             endpoint: format!("http://{addr}/graphql"),
             addr,
-            _server: Arc::new(Server(server)),
+            _server: Arc::new(server),
         })
     }
 

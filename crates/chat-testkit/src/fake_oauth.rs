@@ -13,7 +13,6 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -26,27 +25,8 @@ use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, LOCATION};
 use http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use serde_json::{Value, json};
-use tokio::task::JoinHandle;
 
-/// Stops a fake's server when the last clone goes.
-struct Server(JoinHandle<()>);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-async fn serve(router: Router) -> io::Result<(SocketAddr, Server)> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let handle = tokio::spawn(async move {
-        // Serving ends only with an accept error axum cannot retry; clients
-        // then see a transport error.
-        let _ = axum::serve(listener, router).await;
-    });
-    Ok((addr, Server(handle)))
-}
+use crate::server::{Server, serve};
 
 /// One call of a fake's token endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]

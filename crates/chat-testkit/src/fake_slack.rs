@@ -1,6 +1,7 @@
 //! [`FakeSlack`]: an in-process fake of Slack's Web API, served over HTTP on
 //! `127.0.0.1`, that records every call and answers from per-method scripts.
 
+use crate::server::{Server, serve};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::io;
@@ -19,7 +20,6 @@ use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 /// One Web API call the fake received.
@@ -200,15 +200,6 @@ impl Shared {
     }
 }
 
-/// Stops the server when the last [`FakeSlack`] clone goes.
-struct Server(JoinHandle<()>);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 impl FakeSlack {
     /// The `team_id` `auth.test` answers.
     pub const TEAM_ID: &'static str = "T0001";
@@ -234,23 +225,16 @@ impl FakeSlack {
     /// Starts the server on `127.0.0.1` and a free port, or says why it
     /// could not.
     pub async fn try_start() -> io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::default());
         let app = Router::new()
             .route("/api/{method}", post(answer))
             .with_state(Arc::clone(&shared));
-        let server = tokio::spawn(async move {
-            // Serving only ends with an accept error axum cannot retry; the
-            // client then sees a transport error, which is what a test of an
-            // unreachable API expects anyway.
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, server) = serve(app).await?;
         Ok(Self {
             shared,
             base_url: format!("http://{addr}/api"),
             addr,
-            _server: Arc::new(Server(server)),
+            _server: Arc::new(server),
         })
     }
 

@@ -43,6 +43,7 @@ mod fake_linear;
 mod fake_oauth;
 mod fake_slack;
 mod harness;
+mod server;
 
 pub use adapter::{SIGNATURE_HEADER, ScriptedAdapter};
 pub use events::{EventBuilder, user};
