@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{AdapterError, BoxError, WebhookError};
 use crate::event::Event;
-use crate::id::{Platform, ScopeKey, ThreadRef};
+use crate::id::{EventId, Platform, ScopeKey, ThreadRef};
 
 /// What [`PlatformAdapter::parse`] made of a verified delivery.
 #[derive(Debug)]
@@ -113,6 +113,11 @@ pub struct OutboundMessage {
     pub text: String,
     /// How the text is marked up.
     pub format: TextFormat,
+    /// The reply's identity within its handler run, set by the runtime's thread
+    /// handle: adapters use it so a run repeated after a crash does not post
+    /// the same reply twice (see [`PlatformAdapter::post`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_key: Option<ReplyKey>,
 }
 
 impl OutboundMessage {
@@ -121,6 +126,7 @@ impl OutboundMessage {
         Self {
             text: text.into(),
             format: TextFormat::Plain,
+            reply_key: None,
         }
     }
 
@@ -129,6 +135,40 @@ impl OutboundMessage {
         Self {
             text: text.into(),
             format: TextFormat::Markdown,
+            reply_key: None,
+        }
+    }
+
+    /// The same message as the reply `key` of its run.
+    #[must_use]
+    pub fn with_reply_key(mut self, key: ReplyKey) -> Self {
+        self.reply_key = Some(key);
+        self
+    }
+}
+
+/// The stable identity of one reply: the event its run answers, and the reply's
+/// position among the run's posts. The same on every attempt of the run, so an
+/// adapter can tell a reply it already posted on an earlier attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ReplyKey {
+    /// The event the run answers.
+    pub event_id: EventId,
+    /// The reply's position in the run: 0 for its first post.
+    pub position: u32,
+    /// The run's attempt (1 the first time). On an attempt above 1 an adapter
+    /// first looks for the reply among what is already posted.
+    pub attempt: u32,
+}
+
+impl ReplyKey {
+    /// Builds a reply key.
+    pub fn new(event_id: EventId, position: u32, attempt: u32) -> Self {
+        Self {
+            event_id,
+            position,
+            attempt,
         }
     }
 }
@@ -230,6 +270,11 @@ pub trait PlatformAdapter: Send + Sync + 'static {
     fn respond(&self, event: Option<&Event>, verdict: &Verdict) -> http::Response<Bytes>;
 
     /// Posts a message into a thread.
+    ///
+    /// When the message carries a [`ReplyKey`] with an attempt above 1 (its run
+    /// is a repeat after a holder died), the adapter first looks for a message
+    /// it posted earlier under the same key, and returns that one instead of
+    /// posting again. Adapters record the key with every post they make.
     async fn post(
         &self,
         thread: &ThreadRef,

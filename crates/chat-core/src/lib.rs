@@ -59,7 +59,7 @@ pub mod installation;
 pub mod state;
 
 pub use adapter::{
-    DefaultLockScope, Inbound, MessageRef, OutboundMessage, PlatformAdapter, Resolution,
+    DefaultLockScope, Inbound, MessageRef, OutboundMessage, PlatformAdapter, ReplyKey, Resolution,
     TextFormat, Verdict,
 };
 pub use concurrency::{
@@ -73,6 +73,7 @@ pub use event::{
 pub use id::{DedupeKey, EventId, Platform, ScopeKey, ScopePart, ScopeTag, TenantId, ThreadRef};
 pub use installation::{Installation, InstallationError, InstallationStore, Secret};
 pub use state::{
-    Admission, AdmitRequest, CancelOutcome, CancelRequest, Decision, DropReason, Gate, Handoff,
-    Lease, LeaseKind, LeaseToken, Renewal, SetMode, StateBackend, Take, Waiting,
+    Admission, AdmitRequest, Batch, CancelOutcome, CancelRequest, Decision, DropReason, Fate, Gate,
+    Handoff, Lease, LeaseKind, LeaseToken, Recovered, Release, Renewal, Report, SetMode, SlotGrant,
+    StateBackend, Waiting,
 };

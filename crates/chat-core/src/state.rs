@@ -15,8 +15,8 @@
 //!   unmarked.
 //! * A [`Lease`] carries an unguessable token and a fencing number that grows with
 //!   every grant on the scope. Every later call checks the token: a stale holder
-//!   can neither renew, finish nor take once the lease expired or passed to
-//!   someone else, and such a call changes nothing.
+//!   can neither renew nor finish once the lease expired or passed to someone
+//!   else, and such a call changes nothing.
 //! * [`finish`](StateBackend::finish) is release-or-handoff in one step: if entries
 //!   wait on the scope, the holder keeps the lease and gets them (or is told how
 //!   long until they are ready); otherwise the lease is deleted. As two steps (take,
@@ -24,8 +24,37 @@
 //! * Expiry (leases, dedupe marks, queue entries, debounce quiet periods, burst
 //!   windows) is judged by the backend's clock, never by the caller's.
 //!
-//! The executable specification of the lease / queue / debounce protocol is the
-//! model checker in the project's `shared/model/handoff_model.py`; `chat-testkit`'s
+//! # Durable runs
+//!
+//! An accepted event is never kept only in a caller's memory, nor only in a
+//! reply:
+//!
+//! * **Every event runs from an in-flight record.** The event a `Run` admission
+//!   grants is stored in flight under the new lease (or slot); entries handed over
+//!   by `finish` are *moved* in flight, as [`Batch`] number `seq + 1` of the
+//!   lease. The record stays until the holder acknowledges it: the next `finish`
+//!   (or a [`Release::Done`]). A holder that dies, is killed, pauses past its TTL
+//!   or hands its batch back ([`Release::HandBack`]) leaves the record behind,
+//!   and the next holder of the scope — through the next admit that finds the
+//!   lease free, or the recovery [`sweep`](StateBackend::sweep) — **adopts** it:
+//!   the batch is handed over again, its [`attempt`](Batch::attempt) one higher.
+//! * **Outcomes decided for other events go to the scope's outbox**, not only
+//!   into a reply: an entry evicted from a full queue, a debounce event replaced
+//!   by a newer one. The outbox is handed to the holder with its next batch, as
+//!   [`Report`]s.
+//! * **Every call is safe to lose and safe to repeat.** A call carries an
+//!   identity: an admit its [`AdmitRequest::id`] (which is also the token of the
+//!   lease it may grant), a finish or release the lease token and the number of
+//!   the batch it acknowledges. Running the same call again returns the same
+//!   answer and changes nothing more; an older call changes nothing. So a caller
+//!   whose reply was lost (a timeout, a dropped connection, a client that sent the
+//!   request twice) repeats the call with the same identity until it gets an
+//!   answer.
+//!
+//! The executable specification of this protocol is the model checker in the
+//! repository's `model/` crate (`cargo test -p chat-model`): it explores every
+//! interleaving of admits, finishes, renewals, expiry, crashes, pauses, sweeps,
+//! lost replies, repeated calls and shutdown for small bounds. `chat-testkit`'s
 //! conformance suite checks every backend against the same rules.
 
 use std::fmt;
@@ -39,7 +68,7 @@ use rand::RngCore;
 use crate::concurrency::Concurrency;
 use crate::error::StateError;
 use crate::event::Event;
-use crate::id::{DedupeKey, ScopeKey, ThreadRef};
+use crate::id::{DedupeKey, EventId, ScopeKey, ThreadRef};
 
 /// Whether an event needs its thread to be subscribed before it is admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -49,16 +78,20 @@ pub enum Gate {
     /// regex match, a command, an action).
     #[default]
     Open,
-    /// A plain message: admitted only if its thread is subscribed; otherwise
+    /// A plain message: admitted only if its thread is subscribed, or if its
+    /// scope holds waiting work of that thread (a burst window, a pending
+    /// debounce event, a queue: the conversation is in progress); otherwise
     /// [`Decision::NotSubscribed`] and nothing is marked or locked.
     Subscribed,
 }
 
-/// One call to [`StateBackend::admit`].
+/// One call to [`StateBackend::admit`]. Repeating a call whose reply was lost
+/// means sending the same request again (a clone): its [`id`](Self::id) is what
+/// makes the repeat safe.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct AdmitRequest {
-    /// The event. Backends that queue it keep (a serialized copy of) it.
+    /// The event. Backends keep (a serialized copy of) it while it waits or runs.
     pub event: Arc<Event>,
     /// The scope the strategy applies to. Its [`tag`](ScopeKey::tag) must equal the
     /// event thread's (same platform, tenant and channel).
@@ -71,11 +104,15 @@ pub struct AdmitRequest {
     pub dedupe_ttl: Duration,
     /// The lease's time to live when one is granted.
     pub lease_ttl: Duration,
+    /// The request's identity, chosen by the caller and kept across repeats. It
+    /// is recorded with the dedupe mark, and it is the token of the lease or slot
+    /// the admission grants.
+    pub id: LeaseToken,
 }
 
 impl AdmitRequest {
-    /// A request for `event` on `scope` under `concurrency`, with an open gate, a
-    /// 24 h dedupe TTL and a 30 s lease TTL.
+    /// A request for `event` on `scope` under `concurrency`, with a fresh
+    /// identity, an open gate, a 24 h dedupe TTL and a 30 s lease TTL.
     pub fn new(event: impl Into<Arc<Event>>, scope: ScopeKey, concurrency: Concurrency) -> Self {
         Self {
             event: event.into(),
@@ -84,6 +121,7 @@ impl AdmitRequest {
             gate: Gate::Open,
             dedupe_ttl: Duration::from_secs(24 * 60 * 60),
             lease_ttl: Duration::from_secs(30),
+            id: LeaseToken::generate(),
         }
     }
 
@@ -134,56 +172,52 @@ impl Admission {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Decision {
-    /// The dedupe key was already marked: nothing changed.
+    /// The dedupe key was already marked by another request: nothing changed.
     Duplicate,
-    /// [`Gate::Subscribed`] and the thread is not subscribed: nothing changed.
+    /// [`Gate::Subscribed`], the thread is not subscribed and no work of it waits
+    /// on the scope: nothing changed.
     NotSubscribed,
-    /// The scope's lease was granted and the event was **not** stored: run it now,
-    /// then [`finish`](StateBackend::finish). (Drop and queue on an idle scope;
-    /// concurrent with a free slot, where the lease is a slot lease.)
+    /// The lease (or, under `Concurrent`, a slot) was granted with the request's
+    /// id as its token, and the event is stored in flight under it as batch 0:
+    /// run it now, then [`finish`](StateBackend::finish).
     Run(Lease),
     /// The scope's lease was granted and the event was stored with the scope's
-    /// waiting entries (debounce, burst; a queue that still held entries of a
-    /// holder that died). The caller is now the holder: call
+    /// waiting entries (debounce, burst; a queue, or an in-flight batch, that
+    /// outlived its holder). The caller is now the holder: call
     /// [`finish`](StateBackend::finish) until it answers `Released`.
-    Hold {
-        /// The lease.
-        lease: Lease,
-        /// A debounce event left pending by a dead or paused holder, replaced by
-        /// this one: record it `Superseded`.
-        superseded: Option<Waiting>,
-    },
-    /// Unbounded concurrency: no lease, no slot; run it now.
-    Unlocked,
+    Hold(Lease),
     /// Queue or burst: the scope is busy and the event waits for the holder.
     Queued {
         /// Entries waiting on the scope, this one included.
         depth: usize,
-        /// The oldest entry, evicted to make room (`DropOldest`): record it
-        /// `Dropped`.
-        evicted: Option<Waiting>,
     },
     /// Debounce: the scope is busy; the event is now the pending one.
     Pending {
-        /// The event it replaced: record it `Superseded`.
-        superseded: Option<Waiting>,
+        /// It replaced an earlier pending event (whose `Superseded` report went
+        /// to the scope's outbox).
+        replaced: bool,
     },
     /// Acknowledged and not kept: the scope is busy under `Drop`, or the queue is
     /// full under `DropNewest`. The dedupe key stays marked.
     Dropped(DropReason),
-    /// Concurrent with every slot taken: the dedupe key is marked and the caller
-    /// keeps the event, waiting with [`StateBackend::acquire_slot`].
+    /// Concurrent with every slot taken: the event is stored under the request's
+    /// id, which waits with [`StateBackend::acquire_slot`].
     WaitingForSlot,
     /// A bound says the delivery must be refused before the acknowledgement (a
     /// burst at its `max_waiting`). Nothing was marked: the platform's retry is new.
     Full,
+    /// A repeat of an admission whose lease or slot has lapsed since: the event
+    /// is in the backend's care (in flight or waiting), and recovery runs it.
+    /// Nothing to do for the caller.
+    Stored,
 }
 
 /// Why an event was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DropReason {
-    /// `Drop`: another handler holds the scope.
+    /// `Drop`: another handler holds the scope (or an in-flight batch of a lapsed
+    /// holder waits to run again).
     Busy,
     /// `Queue` with `DropNewest`: the queue is full.
     QueueFull,
@@ -205,9 +239,11 @@ impl DropReason {
 pub struct Waiting {
     /// The event.
     pub event: Arc<Event>,
-    /// How long it has waited since it was admitted, by the backend's clock.
+    /// How long it had waited when its batch was first handed out, by the
+    /// backend's clock.
     pub waited: Duration,
-    /// The queue's `entry_ttl` passed: record it `Expired`, do not run it.
+    /// The queue's `entry_ttl` had passed when its batch was first handed out:
+    /// record it `Expired`, do not run it.
     pub expired: bool,
 }
 
@@ -222,8 +258,88 @@ impl Waiting {
     }
 }
 
-/// The unguessable owner token of a lease.
-#[derive(Clone, PartialEq, Eq, Hash)]
+/// An outcome the backend decided for an event while admitting another, handed
+/// to the scope's holder to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Report {
+    /// The event's id (empty when even that could not be read).
+    pub event_id: EventId,
+    /// Its thread, when known.
+    pub thread: Option<ThreadRef>,
+    /// What happened to it.
+    pub fate: Fate,
+}
+
+impl Report {
+    /// Builds a report (for backends).
+    pub fn new(event_id: EventId, thread: Option<ThreadRef>, fate: Fate) -> Self {
+        Self {
+            event_id,
+            thread,
+            fate,
+        }
+    }
+}
+
+/// What happened to a reported event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Fate {
+    /// Evicted from a full queue (`DropOldest`): record it `Dropped`.
+    Evicted,
+    /// Replaced by a newer debounce event: record it `Superseded`.
+    Superseded,
+    /// A stored entry that could not be decoded: record it `Failed`.
+    Undecodable,
+}
+
+/// What a holder gets from [`StateBackend::finish`] (or a recovered slot run from
+/// [`StateBackend::sweep`]): a numbered batch, in flight under its lease until
+/// the holder's next call acknowledges it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Batch {
+    /// The batch's number on its lease: the holder now holds the lease at this
+    /// [`seq`](Lease::seq) ([`Lease::at`]).
+    pub seq: u64,
+    /// How many times the batch has been handed out, this time included: 1 the
+    /// first time, more when it was adopted from a holder that did not finish it.
+    pub attempt: u32,
+    /// How many of its holders lost it without handing it back (died, were
+    /// killed, or paused past their TTL). Runtimes bound it (max attempts).
+    pub lapses: u32,
+    /// The entries to plan and run, oldest first. Queue: every waiting entry.
+    /// Debounce: the pending event once quiet. Burst: the oldest sealed batch.
+    pub entries: Vec<Waiting>,
+    /// Outcomes decided for other events (the scope's outbox).
+    pub reports: Vec<Report>,
+}
+
+impl Batch {
+    /// A first hand-out (for backends).
+    pub fn new(seq: u64, entries: Vec<Waiting>, reports: Vec<Report>) -> Self {
+        Self {
+            seq,
+            attempt: 1,
+            lapses: 0,
+            entries,
+            reports,
+        }
+    }
+
+    /// Sets the attempt count and lapses (for backends handing a batch out
+    /// again).
+    #[must_use]
+    pub fn attempts(mut self, attempt: u32, lapses: u32) -> Self {
+        self.attempt = attempt;
+        self.lapses = lapses;
+        self
+    }
+}
+
+/// The unguessable owner token of a lease, and the identity of an admit request.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LeaseToken(String);
 
 impl LeaseToken {
@@ -267,7 +383,7 @@ impl fmt::Debug for LeaseToken {
 pub enum LeaseKind {
     /// The scope's exclusive lease (drop, queue, debounce, burst).
     Exclusive,
-    /// One of the scope's `max` concurrency slots.
+    /// One of the scope's concurrency slots.
     Slot,
 }
 
@@ -279,10 +395,11 @@ pub struct Lease {
     fence: u64,
     kind: LeaseKind,
     ttl: Duration,
+    seq: u64,
 }
 
 impl Lease {
-    /// Builds a lease (for backends).
+    /// Builds a lease at batch 0 (for backends).
     pub fn new(
         scope: ScopeKey,
         token: LeaseToken,
@@ -296,7 +413,15 @@ impl Lease {
             fence,
             kind,
             ttl,
+            seq: 0,
         }
+    }
+
+    /// The same lease, holding batch `seq` (after [`Handoff::Run`]).
+    #[must_use]
+    pub fn at(mut self, seq: u64) -> Self {
+        self.seq = seq;
+        self
     }
 
     /// The scope it serializes.
@@ -325,6 +450,13 @@ impl Lease {
     pub fn ttl(&self) -> Duration {
         self.ttl
     }
+
+    /// The number of the batch the holder holds: 0 for the grant (the admitted
+    /// event of a `Run`, nothing for a `Hold` or a recovered scope), then the
+    /// [`seq`](Batch::seq) of each batch `finish` handed over.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
 }
 
 /// The answer to [`StateBackend::renew`].
@@ -333,9 +465,11 @@ impl Lease {
 pub enum Renewal {
     /// Extended by the requested TTL.
     Renewed {
-        /// A stop was requested for this scope's running turn
-        /// ([`StateBackend::request_cancel`]): cancel the handler.
-        cancel_requested: bool,
+        /// Stop requests recorded on this lease ([`StateBackend::request_cancel`])
+        /// since its current batch was handed out. A holder cancels its running
+        /// handler when the count grows past what it has already acted on, so a
+        /// stop reaches the run in progress and not the ones after it.
+        cancel_requests: u32,
     },
     /// The token no longer owns the scope (expired, or passed on): stop.
     Lost,
@@ -345,31 +479,64 @@ pub enum Renewal {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Handoff {
-    /// Nothing waited: the lease is deleted.
+    /// The holder's batch is acknowledged and nothing else is ready for it: the
+    /// lease is deleted (or had already lapsed with nobody adopting the batch).
     Released,
-    /// Entries were ready: they are the holder's now (oldest first), and the lease
-    /// is kept and extended by its TTL. Queue: every waiting entry. Debounce: the
-    /// pending event once quiet. Burst: the oldest sealed batch.
-    Run(Vec<Waiting>),
-    /// Entries wait but are not ready yet (a debounce not yet quiet, a burst
-    /// window still open): the lease is kept and extended; call again after this.
+    /// The holder's batch is acknowledged, and the next batch is the holder's
+    /// now, in flight under the lease at [`Batch::seq`]; the lease is extended by
+    /// its TTL. An in-flight batch left by an earlier holder is adopted first.
+    Run(Batch),
+    /// The holder's batch is acknowledged; entries wait but are not ready yet (a
+    /// debounce not yet quiet, a burst window still open): the lease is kept and
+    /// extended; call again after this.
     Wait(Duration),
-    /// The token no longer owns the scope: nothing changed.
+    /// The token no longer owns the scope and its batch is not its own to
+    /// acknowledge any more (another holder adopted it): nothing changed.
     Lost,
 }
 
-/// The answer to [`StateBackend::take`].
+/// How [`StateBackend::release`] leaves the holder's current batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Release {
+    /// The holder finished its batch: acknowledge it.
+    Done,
+    /// The holder did not finish its batch (cancelled by shutdown): leave it in
+    /// flight for the next holder, without counting it as a lapse.
+    HandBack,
+}
+
+/// The answer to [`StateBackend::acquire_slot`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub enum Take {
-    /// As [`Handoff::Run`].
-    Run(Vec<Waiting>),
-    /// As [`Handoff::Wait`].
-    Wait(Duration),
-    /// Nothing waits; the lease is kept.
-    Empty,
-    /// The token no longer owns the scope: nothing changed.
-    Lost,
+pub enum SlotGrant {
+    /// The slot is the waiter's: run its event under this lease.
+    Granted(Lease),
+    /// Every slot is taken: the waiter's reservation is extended; ask again.
+    Full,
+    /// The waiter's reservation lapsed and recovery owns the event now: stop
+    /// waiting.
+    Gone,
+}
+
+/// A run the recovery [`sweep`](StateBackend::sweep) found without a holder.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Recovered {
+    /// A scope with waiting or in-flight work and no lease: the caller holds it
+    /// now and drives it with [`finish`](StateBackend::finish) from batch 0.
+    Scope(Lease),
+    /// A concurrency-slot run whose holder is gone: the caller waits for a slot
+    /// with `token` ([`acquire_slot`](StateBackend::acquire_slot)) and runs the
+    /// batch's event.
+    Slot {
+        /// The scope.
+        scope: ScopeKey,
+        /// The waiter's new reservation.
+        token: LeaseToken,
+        /// The event, with its attempt count.
+        batch: Batch,
+    },
 }
 
 /// One call to [`StateBackend::request_cancel`].
@@ -384,6 +551,9 @@ pub struct CancelRequest {
     pub dedupe_ttl: Duration,
     /// The scope whose running turn must stop.
     pub scope: ScopeKey,
+    /// The request's identity, kept across repeats: a repeat answers `Recorded`
+    /// again instead of `Duplicate`.
+    pub id: LeaseToken,
 }
 
 impl CancelRequest {
@@ -394,6 +564,7 @@ impl CancelRequest {
             dedupe_key: event.dedupe_key.clone(),
             dedupe_ttl: Duration::from_secs(24 * 60 * 60),
             scope,
+            id: LeaseToken::generate(),
         }
     }
 
@@ -411,8 +582,13 @@ impl CancelRequest {
 pub enum CancelOutcome {
     /// The control event was seen before.
     Duplicate,
-    /// Recorded on the scope's lease; the holder learns it at its next renewal.
-    Recorded,
+    /// Recorded on the scope's lease (or slots); the holder learns it at its next
+    /// renewal. `count` is the lease's count of stop requests after this one (see
+    /// [`Renewal::Renewed`]).
+    Recorded {
+        /// Stop requests recorded on the lease since its batch was handed out.
+        count: u32,
+    },
     /// No lease is held on the scope: nothing to stop.
     NoHolder,
 }
@@ -428,86 +604,112 @@ pub enum SetMode {
     IfAbsent,
 }
 
-/// Shared state for the runtime: deduplication, leases, waiting entries, slots,
-/// subscriptions and a small KV. Object-safe: the runtime holds an
-/// `Arc<dyn StateBackend>`.
+/// Shared state for the runtime: deduplication, leases, in-flight and waiting
+/// entries, slots, subscriptions and a small KV. Object-safe: the runtime holds
+/// an `Arc<dyn StateBackend>`.
 ///
-/// Every method is one atomic step (see the [module docs](self)). Methods return
-/// [`StateError`] only for failures of the backend itself (unreachable, timed out,
-/// corrupt data); every protocol answer — duplicate, lost lease, full queue — is a
-/// value.
+/// Every method is one atomic step, and every method that changes the protocol's
+/// state is safe to repeat with the same arguments (see the [module
+/// docs](self)). Methods return [`StateError`] only for failures of the backend
+/// itself (unreachable, timed out, corrupt data); every protocol answer —
+/// duplicate, lost lease, full queue — is a value. A [`StateError::Timeout`] or
+/// [`StateError::Unavailable`] says nothing about whether the call ran.
 #[async_trait]
 pub trait StateBackend: Send + Sync + 'static {
     /// The ack path in one step. In order:
     ///
     /// 1. The request's scope tag must equal the event thread's, else
     ///    [`StateError::InvalidRequest`].
-    /// 2. The event's dedupe key is marked → [`Decision::Duplicate`].
-    /// 3. [`Gate::Subscribed`] and the thread is not subscribed →
-    ///    [`Decision::NotSubscribed`].
+    /// 2. The event's dedupe key is marked: by this same request
+    ///    ([`AdmitRequest::id`]) → its recorded decision again (`Run` / `Hold`
+    ///    only while the lease it granted is still the request's at batch 0,
+    ///    otherwise [`Decision::Stored`]), changing nothing; by another request
+    ///    → [`Decision::Duplicate`].
+    /// 3. [`Gate::Subscribed`], the thread is not subscribed and no work of the
+    ///    thread waits on the scope → [`Decision::NotSubscribed`].
     /// 4. Burst at `max_waiting` → [`Decision::Full`].
-    /// 5. Otherwise the dedupe key is marked for `dedupe_ttl` and the strategy
-    ///    decides:
-    ///    * lease free: grant it (new token, fence above every earlier one) →
-    ///      `Run` for drop, and for queue when no entry waits; `Hold` (event
-    ///      stored) for debounce, burst, and a queue whose entries outlived their
-    ///      holder. A debounce event still pending under a free lease is replaced
-    ///      and returned as `superseded`.
+    /// 5. Otherwise the dedupe key is marked for `dedupe_ttl` with the request's
+    ///    id and decision, and the strategy decides:
+    ///    * lease free and nothing left on the scope: drop and queue → `Run`
+    ///      (the event stored in flight as batch 0 of the new lease, whose token
+    ///      is the request's id and whose fence is above every earlier one);
+    ///      debounce and burst → `Hold` (the event stored as pending / in a
+    ///      window).
+    ///    * lease free with work left on the scope (waiting entries, an
+    ///      in-flight batch or reports of a holder that is gone): queue,
+    ///      debounce, burst → store the event as usual and `Hold`; drop →
+    ///      `Dropped(Busy)` (the recovery sweep adopts the batch). A debounce
+    ///      event still pending is replaced and reported `Superseded`.
     ///    * lease held: drop → `Dropped(Busy)`; queue → append (`DropOldest`
-    ///      evicts the oldest past `max_size`; `DropNewest` answers
-    ///      `Dropped(QueueFull)`); debounce → replace the pending event and
-    ///      restart the quiet interval (`Pending`); burst → join the open window,
-    ///      or open a new one (`Queued`), sealing it at `max_batch` members.
-    ///    * concurrent: `Unlocked` when unbounded; else a free slot → `Run` with a
-    ///      slot lease; else `WaitingForSlot`.
+    ///      evicts the oldest past `max_size` and reports it `Evicted`;
+    ///      `DropNewest` answers `Dropped(QueueFull)`); debounce → replace the
+    ///      pending event (reported `Superseded`) and restart the quiet interval
+    ///      (`Pending`); burst → join the open window, or open a new one
+    ///      (`Queued`), sealing it at `max_batch` members.
+    ///    * concurrent: a free slot (always, when unbounded) → `Run` with a slot
+    ///      lease whose token is the request's id, the event stored in flight
+    ///      under it; else `WaitingForSlot`, the event stored under the id.
     async fn admit(&self, request: AdmitRequest) -> Result<Admission, StateError>;
 
-    /// Extends the lease by `ttl` if its token still owns the scope (or the slot).
-    /// Never resurrects an expired lease: once it lapsed, the answer is `Lost` even
-    /// if nobody took the scope.
+    /// Extends the lease (or slot) by `ttl` if its token still owns it. Never
+    /// resurrects an expired lease: once it lapsed, the answer is `Lost` even if
+    /// nobody took the scope.
     async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Renewal, StateError>;
 
-    /// Release-or-handoff in one step (see [`Handoff`]). Entries whose queue
-    /// `entry_ttl` passed are returned with `expired` set. A slot lease is simply
-    /// released. Clears a recorded cancel request.
+    /// Acknowledges the holder's batch ([`Lease::seq`]) and hands over the next,
+    /// in one step (see [`Handoff`]). In detail:
+    ///
+    /// * the token owns the lease at this seq: delete the batch's in-flight
+    ///   record; then adopt an in-flight batch another holder left (attempt + 1),
+    ///   or take what is ready (plus the outbox's reports) as batch `seq + 1` —
+    ///   `Run`; or `Wait` when entries wait that are not ready; or delete the
+    ///   lease — `Released`. Clears the lease's stop requests when it hands over
+    ///   a batch.
+    /// * the token owns the lease at `seq + 1`, holding the batch this call
+    ///   handed over before (its reply was lost): that batch again.
+    /// * the token no longer owns the lease: if the batch is still in flight
+    ///   under the token, delete it (a lapsed holder that did finish its batch)
+    ///   — `Released`; if the token released at this seq moments ago,
+    ///   `Released` again; otherwise `Lost`.
+    ///
+    /// A slot lease's run is acknowledged and its slot freed: `Released` (`Lost`
+    /// when the slot had lapsed and its run was adopted).
     async fn finish(&self, lease: &Lease) -> Result<Handoff, StateError>;
 
-    /// Like [`finish`](Self::finish), but never releases: for a holder that wants
-    /// what is ready while keeping the scope. Only the owner may take.
-    async fn take(&self, lease: &Lease) -> Result<Take, StateError>;
-
-    /// Gives the lease up **without** taking waiting entries (shutdown): they stay
-    /// for the next admit on the scope or a [`sweep`](Self::sweep), so another
-    /// replica takes over at once. Returns whether the token still owned the
-    /// scope. The default renews with a 1 ms TTL so the lease lapses at once;
-    /// backends override it with a direct, token-checked delete.
-    async fn release(&self, lease: &Lease) -> Result<bool, StateError> {
-        let r = self.renew(lease, Duration::from_millis(1)).await?;
-        Ok(matches!(r, Renewal::Renewed { .. }))
-    }
+    /// Gives the lease (or slot) up **without** taking waiting entries
+    /// (shutdown): they stay for the next admit on the scope or a
+    /// [`sweep`](Self::sweep), so another replica takes over at once. The batch
+    /// the holder holds is acknowledged ([`Release::Done`]) or left in flight
+    /// for the next holder ([`Release::HandBack`]). Returns whether the token
+    /// still owned the scope.
+    async fn release(&self, lease: &Lease, how: Release) -> Result<bool, StateError>;
 
     /// Removes a dedupe mark, so a platform retry of the event runs (sync dispatch,
     /// after a handler failed before the acknowledgement). Returns whether a mark
     /// was removed.
     async fn unmark(&self, thread: &ThreadRef, key: &DedupeKey) -> Result<bool, StateError>;
 
-    /// Tries to take one of `max` slots of `scope` for an event that got
-    /// [`Decision::WaitingForSlot`]. `None`: still full.
+    /// For an event that got [`Decision::WaitingForSlot`] (with the admit
+    /// request's id as `token`), or a slot run from [`Recovered::Slot`]: takes
+    /// one of `max` slots of `scope` (`None`: unbounded) if one is free. A repeat
+    /// after the slot was granted returns the same grant.
     async fn acquire_slot(
         &self,
         scope: &ScopeKey,
-        max: usize,
+        token: &LeaseToken,
+        max: Option<usize>,
         ttl: Duration,
-    ) -> Result<Option<Lease>, StateError>;
+    ) -> Result<SlotGrant, StateError>;
 
     /// A control event: dedupe it, and record a stop request on the scope's current
-    /// lease, which its holder learns from its next [`renew`](Self::renew).
+    /// lease (or every live slot), which its holder learns from its next
+    /// [`renew`](Self::renew).
     async fn request_cancel(&self, request: CancelRequest) -> Result<CancelOutcome, StateError>;
 
-    /// Recovery: finds up to `limit` scopes that have waiting entries but no lease
-    /// (their holder died or paused past its TTL), grants each a lease, and returns
-    /// them; the caller drives each with [`finish`](Self::finish) as their holder.
-    async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Lease>, StateError>;
+    /// Recovery: finds up to `limit` runs whose holder is gone — scopes with
+    /// waiting, in-flight or reported work and no lease; slot runs whose slot or
+    /// reservation lapsed — and gives each to the caller (see [`Recovered`]).
+    async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Recovered>, StateError>;
 
     /// Subscribes the bot to a thread: later plain messages in it are admitted.
     async fn subscribe(&self, thread: &ThreadRef) -> Result<(), StateError>;
@@ -536,4 +738,13 @@ pub trait StateBackend: Send + Sync + 'static {
 
     /// Whether the backend answers.
     async fn health(&self) -> Result<(), StateError>;
+
+    /// Whether other processes share this state, so that work handed back at
+    /// shutdown ([`Release::HandBack`]) runs on another replica. A backend
+    /// private to one process answers `false`: the runtime then records a run
+    /// cancelled by shutdown as cancelled instead of handing it back to nobody.
+    /// Default `true`.
+    fn shared(&self) -> bool {
+        true
+    }
 }

@@ -35,13 +35,17 @@ pub(crate) struct BotInner {
     pub(crate) recorder: Recorder,
     pub(crate) admission: Admission,
     pub(crate) tracker: TaskTracker,
-    /// Fired when shutdown starts: every run is cancelled with `Shutdown`.
+    /// Fired when shutdown starts: holders finish what they run and take no
+    /// new work.
+    pub(crate) draining: CancellationToken,
+    /// Fired when the drain ends: every run still going is cancelled with
+    /// `Shutdown` and hands its batch back.
     pub(crate) shutdown: CancellationToken,
     /// Fired when shutdown's deadline passed: keepers stop renewing.
     pub(crate) abandon: CancellationToken,
     pub(crate) closed: AtomicBool,
     /// Runs in progress per scope, for stop requests that land on this replica.
-    pub(crate) runs: Mutex<HashMap<ScopeKey, Vec<Cancel>>>,
+    pub(crate) runs: Mutex<HashMap<ScopeKey, Vec<RunHandle>>>,
     /// Leases this process holds, released at shutdown.
     pub(crate) held: Mutex<HashMap<LeaseToken, Lease>>,
     /// Holders waiting on a scope (a burst window, a debounce quiet period), woken
@@ -51,6 +55,13 @@ pub(crate) struct BotInner {
     pub(crate) slot_freed: Notify,
     pub(crate) sweeper: OnceLock<()>,
     pub(crate) shutdown_cancelled: AtomicUsize,
+}
+
+/// A run in progress, as a stop request on this replica reaches it.
+pub(crate) struct RunHandle {
+    pub(crate) cancel: Cancel,
+    /// The stop requests its holder has acted on in this batch.
+    pub(crate) seen: Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl BotInner {
@@ -136,28 +147,55 @@ impl Bot {
         }
     }
 
-    /// Shuts down within `deadline`: refuses new deliveries (they get the
-    /// at-capacity answer, so platforms retry elsewhere), cancels every detached
-    /// run with [`CancelCause::Shutdown`](crate::CancelCause::Shutdown), waits for
-    /// them up to the deadline, and releases every lease this process holds so
-    /// another replica takes over at once. Idempotent; returns by its deadline even
-    /// if a handler ignores cancellation.
+    /// Shuts down within `deadline`, without losing what was accepted:
+    ///
+    /// 1. Admission closes: new deliveries get the at-capacity answer, so
+    ///    platforms retry them on another replica.
+    /// 2. The drain: running handlers go on until four fifths of the deadline
+    ///    (under [`ShutdownMode::Drain`](crate::ShutdownMode::Drain), the
+    ///    default); holders then acknowledge what they ran and give their
+    ///    scopes up without taking waiting entries, so another replica takes
+    ///    over at once. Nothing waiting is taken only to be cancelled.
+    /// 3. What still runs is cancelled with
+    ///    [`CancelCause::Shutdown`](crate::CancelCause::Shutdown) and its batch
+    ///    handed back, in flight, for another replica's next admit or sweep to
+    ///    run again (counted in [`ShutdownReport::cancelled`]).
+    /// 4. At the deadline, leases still held (handlers ignoring cancellation)
+    ///    are given back the same way.
+    ///
+    /// Idempotent; returns by its deadline even if a handler ignores
+    /// cancellation.
     pub async fn shutdown(&self, deadline: Duration) -> ShutdownReport {
         let inner = &self.inner;
+        let start = tokio::time::Instant::now();
+        let end = start + deadline;
         inner.closed.store(true, Ordering::SeqCst);
-        inner.shutdown.cancel();
+        inner.draining.cancel();
         inner.tracker.close();
-        let finished = tokio::time::timeout(deadline, inner.tracker.wait())
+        let drain_end = match inner.options.shutdown {
+            crate::ShutdownMode::Cancel => start,
+            _ => start + deadline.mul_f64(0.8),
+        };
+        let mut finished = tokio::time::timeout_at(drain_end, inner.tracker.wait())
             .await
             .is_ok();
+        inner.shutdown.cancel();
+        if !finished {
+            finished = tokio::time::timeout_at(end, inner.tracker.wait())
+                .await
+                .is_ok();
+        }
         inner.abandon.cancel();
         let leftover: Vec<Lease> = lock(&inner.held).drain().map(|(_, l)| l).collect();
         let mut released = 0;
         for lease in &leftover {
             // Bounded: a stalled backend must not hold shutdown past its deadline
             // by much; the lease then lapses at its TTL instead.
-            let r =
-                tokio::time::timeout(Duration::from_millis(500), inner.state.release(lease)).await;
+            let r = tokio::time::timeout(
+                Duration::from_millis(500),
+                inner.state.release(lease, chat_core::Release::HandBack),
+            )
+            .await;
             released += usize::from(matches!(r, Ok(Ok(true))));
         }
         let report = ShutdownReport {
@@ -181,7 +219,8 @@ impl Bot {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ShutdownReport {
-    /// Runs cancelled by the shutdown.
+    /// Runs cancelled by the shutdown, their events handed back to run on
+    /// another replica.
     pub cancelled: usize,
     /// Every detached task ended before the deadline.
     pub finished: bool,
@@ -365,6 +404,7 @@ impl BotBuilder {
                 handlers,
                 recorder: Recorder::new(self.observers),
                 tracker: TaskTracker::new(),
+                draining: CancellationToken::new(),
                 shutdown: CancellationToken::new(),
                 abandon: CancellationToken::new(),
                 closed: AtomicBool::new(false),
@@ -379,7 +419,7 @@ impl BotBuilder {
         // The recovery sweep runs from the start when built inside a runtime;
         // otherwise it starts with the first delivery.
         if tokio::runtime::Handle::try_current().is_ok() {
-            crate::holder::start_sweeper(&bot.inner);
+            crate::sweep::start_sweeper(&bot.inner);
         }
         Ok(bot)
     }

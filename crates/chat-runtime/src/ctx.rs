@@ -2,15 +2,16 @@
 //! subscriptions, the events it supersedes, its deadline and its cancellation.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use chat_core::{
-    AdapterError, Event, MessageRef, OutboundMessage, PlatformAdapter, StateBackend, StateError,
-    ThreadRef,
+    AdapterError, Event, MessageRef, OutboundMessage, PlatformAdapter, ReplyKey, StateBackend,
+    StateError, ThreadRef,
 };
 use tokio::time::Instant;
 
 use crate::cancel::{Cancel, CancelCause};
+use crate::keeper::LeaseState;
 
 /// The context of one handler run. Cheap to clone.
 #[derive(Clone)]
@@ -21,11 +22,15 @@ pub struct Ctx {
 struct CtxInner {
     state: Arc<dyn StateBackend>,
     adapter: Arc<dyn PlatformAdapter>,
-    thread: ThreadRef,
+    event: Arc<Event>,
     skipped: Vec<Arc<Event>>,
     deadline: Option<Instant>,
     cancel: Cancel,
     fence: Option<u64>,
+    attempt: u32,
+    lease: Option<Arc<LeaseState>>,
+    /// Posts made by this run so far: the next post's position.
+    positions: Arc<AtomicU32>,
     posted: Arc<AtomicBool>,
     reply: Option<crate::holder::ReplySlot>,
 }
@@ -33,11 +38,13 @@ struct CtxInner {
 pub(crate) struct CtxParts {
     pub(crate) state: Arc<dyn StateBackend>,
     pub(crate) adapter: Arc<dyn PlatformAdapter>,
-    pub(crate) thread: ThreadRef,
+    pub(crate) event: Arc<Event>,
     pub(crate) skipped: Vec<Arc<Event>>,
     pub(crate) deadline: Option<Instant>,
     pub(crate) cancel: Cancel,
     pub(crate) fence: Option<u64>,
+    pub(crate) attempt: u32,
+    pub(crate) lease: Option<Arc<LeaseState>>,
     pub(crate) posted: Arc<AtomicBool>,
     pub(crate) reply: Option<crate::holder::ReplySlot>,
 }
@@ -48,11 +55,14 @@ impl Ctx {
             inner: Arc::new(CtxInner {
                 state: p.state,
                 adapter: p.adapter,
-                thread: p.thread,
+                event: p.event,
                 skipped: p.skipped,
                 deadline: p.deadline,
                 cancel: p.cancel,
                 fence: p.fence,
+                attempt: p.attempt,
+                lease: p.lease,
+                positions: Arc::default(),
                 posted: p.posted,
                 reply: p.reply,
             }),
@@ -63,26 +73,45 @@ impl Ctx {
     pub fn thread(&self) -> Thread {
         Thread {
             adapter: Arc::clone(&self.inner.adapter),
-            thread: self.inner.thread.clone(),
+            thread: self.inner.event.thread.clone(),
             posted: Arc::clone(&self.inner.posted),
             deadline: self.inner.deadline,
+            replies: Some(Replies {
+                event_id: self.inner.event.id.clone(),
+                attempt: self.inner.attempt,
+                positions: Arc::clone(&self.inner.positions),
+                lease: self.inner.lease.clone(),
+            }),
         }
+    }
+
+    /// How many times this event has been handed out to run, this time
+    /// included: 1 normally; more when an earlier run's holder died, was killed,
+    /// paused past its lease, or was shut down before it finished, and the event
+    /// runs again here. Replies posted through [`thread`](Self::thread) are
+    /// deduplicated across attempts; a handler with other side effects can use
+    /// this and [`fence`](Self::fence) to deduplicate its own.
+    pub fn attempt(&self) -> u32 {
+        self.inner.attempt
     }
 
     /// Subscribes the bot to this thread: later plain messages in it go to the
     /// subscribed-message handler.
     pub async fn subscribe(&self) -> Result<(), StateError> {
-        self.inner.state.subscribe(&self.inner.thread).await
+        self.inner.state.subscribe(&self.inner.event.thread).await
     }
 
     /// Unsubscribes from this thread; returns whether it was subscribed.
     pub async fn unsubscribe(&self) -> Result<bool, StateError> {
-        self.inner.state.unsubscribe(&self.inner.thread).await
+        self.inner.state.unsubscribe(&self.inner.event.thread).await
     }
 
     /// Whether this thread is subscribed.
     pub async fn is_subscribed(&self) -> Result<bool, StateError> {
-        self.inner.state.is_subscribed(&self.inner.thread).await
+        self.inner
+            .state
+            .is_subscribed(&self.inner.event.thread)
+            .await
     }
 
     /// The events that arrived while the previous handler was busy and that this
@@ -152,13 +181,30 @@ impl Ctx {
 /// Every call is bounded by the run's deadline: a platform call that would wait
 /// past it (a rate-limit `Retry-After`, a slow API) is abandoned with
 /// [`AdapterError::DeadlineExceeded`]. Calls still work after the run was
-/// cancelled, so a handler can post a final word when asked to stop.
+/// cancelled, so a handler can post a final word when asked to stop — except
+/// once the run's lease is lost (another holder may be running the event
+/// again): then every call is refused with [`AdapterError::Cancelled`].
+///
+/// Each post carries its position in the run ([`ReplyKey`]): when the event
+/// runs again after a holder died, the adapter returns the reply an earlier
+/// attempt already posted at that position instead of posting it twice.
 #[derive(Clone)]
 pub struct Thread {
     adapter: Arc<dyn PlatformAdapter>,
     thread: ThreadRef,
     posted: Arc<AtomicBool>,
     deadline: Option<Instant>,
+    replies: Option<Replies>,
+}
+
+/// What a run's thread handle needs to key its replies and to know it still
+/// holds its lease.
+#[derive(Clone)]
+struct Replies {
+    event_id: chat_core::EventId,
+    attempt: u32,
+    positions: Arc<AtomicU32>,
+    lease: Option<Arc<LeaseState>>,
 }
 
 impl Thread {
@@ -173,7 +219,17 @@ impl Thread {
         &self,
         message: impl Into<OutboundMessage>,
     ) -> Result<MessageRef, AdapterError> {
-        let message = message.into();
+        let mut message = message.into();
+        if let Some(replies) = &self.replies
+            && message.reply_key.is_none()
+        {
+            let position = replies.positions.fetch_add(1, Ordering::SeqCst);
+            message = message.with_reply_key(ReplyKey::new(
+                replies.event_id.clone(),
+                position,
+                replies.attempt,
+            ));
+        }
         let r = self
             .bounded(self.adapter.post(&self.thread, &message))
             .await;
@@ -187,6 +243,11 @@ impl Thread {
         &self,
         call: impl std::future::Future<Output = Result<T, AdapterError>>,
     ) -> Result<T, AdapterError> {
+        if let Some(lease) = self.replies.as_ref().and_then(|r| r.lease.as_ref())
+            && !lease.held()
+        {
+            return Err(AdapterError::Cancelled);
+        }
         match self.deadline {
             Some(deadline) => tokio::time::timeout_at(deadline, call)
                 .await

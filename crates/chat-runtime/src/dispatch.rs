@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use bytes::Bytes;
 use chat_core::{
     AdmitRequest, CancelOutcome, CancelRequest, Concurrency, Decision, Event, EventKind, Gate,
-    Inbound, PlatformAdapter, Resolution, ScopeKey, Verdict,
+    Inbound, LeaseToken, PlatformAdapter, Resolution, ScopeKey, Verdict,
 };
 use http::request::Parts;
 use tokio::time::Instant;
@@ -15,10 +15,12 @@ use tracing::Instrument;
 
 use crate::bot::{BotInner, lock};
 use crate::cancel::CancelCause;
-use crate::holder::{self, ReplySlot, Work};
+use crate::holder::{Holder, ReplySlot, Work};
 use crate::options::{Dispatch, LockScope, ScopeChoice};
 use crate::outcome::{Outcome, OutcomeRecord};
+use crate::retry::repeat;
 use crate::router::Plan;
+use crate::slots::SlotWait;
 
 /// Runs the ack path on a task of its own, so a client that hangs up mid-way
 /// cannot abandon an event between its admission and its hand-off to a handler.
@@ -28,7 +30,7 @@ pub(crate) async fn deliver_detached(
     parts: Parts,
     body: Bytes,
 ) -> http::Response<Bytes> {
-    crate::holder::start_sweeper(inner);
+    crate::sweep::start_sweeper(inner);
     let task_inner = Arc::clone(inner);
     let task_adapter = Arc::clone(&adapter);
     let task = inner
@@ -131,22 +133,39 @@ pub(crate) fn scope_of(inner: &BotInner, adapter: &dyn PlatformAdapter, event: &
     }
 }
 
-/// A control event: cancel the scope's running turn here at once, and record the
-/// request on the lease so a holder on another replica learns it at renewal.
+/// A control event: record the stop request on the scope's lease (so a holder
+/// on another replica learns it at renewal), and cancel the scope's running
+/// turn here at once.
 async fn stop(
     inner: &Arc<BotInner>,
     adapter: &Arc<dyn PlatformAdapter>,
     event: &Arc<Event>,
 ) -> Verdict {
     let scope = scope_of(inner, adapter.as_ref(), event);
-    if let Some(runs) = lock(&inner.runs).get(&scope) {
+    let req = CancelRequest::new(event, scope.clone()).dedupe_ttl(inner.options.dedupe_ttl);
+    let until = Instant::now() + inner.options.ack_timeout;
+    let answer = repeat("request_cancel", until, || {
+        inner.state.request_cancel(req.clone())
+    })
+    .await;
+    let count = match &answer {
+        Ok((CancelOutcome::Recorded { count }, _)) => Some(*count),
+        _ => None,
+    };
+    if !matches!(answer, Ok((CancelOutcome::Duplicate, _)))
+        && let Some(runs) = lock(&inner.runs).get(&scope)
+    {
         for run in runs {
-            run.cancel(CancelCause::StopRequested);
+            if let Some(count) = count {
+                // The holder's renewal will report this request too: it has
+                // been acted on.
+                run.seen.fetch_max(count, Ordering::SeqCst);
+            }
+            run.cancel.cancel(CancelCause::StopRequested);
         }
     }
-    let req = CancelRequest::new(event, scope).dedupe_ttl(inner.options.dedupe_ttl);
-    match inner.state.request_cancel(req).await {
-        Ok(CancelOutcome::Duplicate) => {
+    match answer {
+        Ok((CancelOutcome::Duplicate, _)) => {
             inner.recorder.event(event, Outcome::Duplicate, "duplicate");
             Verdict::Duplicate
         }
@@ -213,8 +232,17 @@ async fn admit(
         .gate(gate)
         .dedupe_ttl(inner.options.dedupe_ttl)
         .lease_ttl(inner.options.lock_ttl);
-    let admission = match inner.state.admit(req).await {
+    let id = req.id.clone();
+    // An admit whose reply is lost may have run: it is repeated, with the same
+    // id, until it answers. Meanwhile the platform has been told to retry (at
+    // `ack_timeout`); whichever comes first runs the event, once.
+    let until = accepted_at + inner.options.state_retry;
+    let (admission, sent) = match repeat("admit", until, || inner.state.admit(req.clone())).await {
         Ok(a) => a,
+        Err(e) if crate::retry::outcome_unknown(&e) => {
+            tracing::warn!(name: "admit-outcome-unknown", error = %e, event_id = %event.id, "admit never answered; the event is in the backend's care if it ran, and the platform retries it if not");
+            return Verdict::AtCapacity;
+        }
         Err(e) => {
             tracing::warn!(error = %e, event_id = %event.id, "admit failed");
             inner
@@ -233,19 +261,22 @@ async fn admit(
         subscribed: Some(admission.subscribed),
         posted: Arc::clone(&posted),
         reply: (!deferred).then(|| Arc::clone(&reply)),
+        attempt: 1,
     };
-    let ctx = holder::Holder::new(inner, adapter, concurrency);
+    let ctx = Holder::new(inner, adapter, concurrency);
     let verdict = decide(
-        inner,
+        &ctx,
         event,
         admission.decision,
-        deferred,
-        &scope,
-        accepted_at,
-        &ctx,
+        Admitted {
+            deferred,
+            scope: &scope,
+            id,
+            accepted_at,
+            sent,
+            permit,
+        },
         work,
-        permit,
-        concurrency,
     )
     .await;
     if deferred && verdict == Verdict::Accepted {
@@ -262,7 +293,7 @@ async fn admit(
     verdict
 }
 
-/// The adapter's first-response duty, right after the acknowledgement.
+/// The first-response duty of the adapter, right after the acknowledgement.
 fn after_ack(
     inner: &BotInner,
     adapter: &Arc<dyn PlatformAdapter>,
@@ -279,19 +310,27 @@ fn after_ack(
     });
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What the ack path knows about an admitted delivery.
+struct Admitted<'a> {
+    deferred: bool,
+    scope: &'a ScopeKey,
+    /// The admit request's id: the token of whatever it was granted.
+    id: LeaseToken,
+    accepted_at: Instant,
+    /// When the answering admit was sent: a granted lease lives at least until
+    /// then plus its TTL.
+    sent: Instant,
+    permit: Option<crate::admission::Permit>,
+}
+
 async fn decide(
-    inner: &Arc<BotInner>,
+    holder: &Holder,
     event: &Arc<Event>,
     decision: Decision,
-    deferred: bool,
-    scope: &ScopeKey,
-    accepted_at: Instant,
-    ctx: &holder::Holder,
+    a: Admitted<'_>,
     work: Work,
-    permit: Option<crate::admission::Permit>,
-    concurrency: Concurrency,
 ) -> Verdict {
+    let inner = &holder.inner;
     match decision {
         Decision::Duplicate => {
             inner.recorder.event(event, Outcome::Duplicate, "duplicate");
@@ -313,83 +352,62 @@ async fn decide(
                 .event(event, Outcome::Dropped, reason.as_str());
             Verdict::Accepted
         }
-        Decision::Queued { depth, evicted } => {
+        Decision::Queued { depth } => {
             tracing::info!(name: "message-queued", thread = %event.thread, message_id = %event.id, queue_depth = depth);
-            if let Concurrency::Burst(b) = concurrency
+            if let Concurrency::Burst(b) = holder.concurrency
                 && b.max_batch.is_some()
-                && let Some(waker) = lock(&inner.wakers).get(scope)
+                && let Some(waker) = lock(&inner.wakers).get(a.scope)
             {
                 // The batch may have just sealed early: let a local holder look.
                 waker.notify_one();
             }
-            if let Some(w) = evicted {
-                inner.recorder.event(&w.event, Outcome::Dropped, "evicted");
-            }
             Verdict::Accepted
         }
-        Decision::Pending { superseded } => {
-            match superseded {
-                Some(w) => {
-                    tracing::info!(name: "message-debounce-reset", thread = %event.thread, message_id = %event.id);
-                    inner
-                        .recorder
-                        .event(&w.event, Outcome::Superseded, "debounce");
-                }
-                None => {
-                    tracing::info!(name: "message-debouncing", thread = %event.thread, message_id = %event.id);
-                }
-            }
-            Verdict::Accepted
-        }
-        Decision::Hold { lease, superseded } => {
-            if let Some(w) = superseded {
-                inner
-                    .recorder
-                    .event(&w.event, Outcome::Superseded, "orphaned-pending");
-            }
-            if matches!(concurrency, Concurrency::Debounce(_)) {
+        Decision::Pending { replaced } => {
+            if replaced {
+                tracing::info!(name: "message-debounce-reset", thread = %event.thread, message_id = %event.id);
+            } else {
                 tracing::info!(name: "message-debouncing", thread = %event.thread, message_id = %event.id);
             }
-            ctx.spawn_holder(lease, None, permit);
+            Verdict::Accepted
+        }
+        Decision::Hold(lease) => {
+            if matches!(holder.concurrency, Concurrency::Debounce(_)) {
+                tracing::info!(name: "message-debouncing", thread = %event.thread, message_id = %event.id);
+            }
+            holder.spawn_holder(lease, a.sent, None, a.permit);
             Verdict::Accepted
         }
         Decision::Run(lease) => {
-            if deferred {
-                ctx.spawn_holder(lease, Some(work), permit);
+            if a.deferred {
+                holder.spawn_holder(lease, a.sent, Some(work), a.permit);
                 Verdict::Accepted
             } else {
-                sync_verdict(inner, event, ctx.run_sync(lease, work).await).await
-            }
-        }
-        Decision::Unlocked => {
-            if deferred {
-                ctx.spawn_unlocked(work, permit);
-                Verdict::Accepted
-            } else {
-                sync_verdict(inner, event, ctx.run_unlocked(work).await).await
+                sync_verdict(inner, event, holder.run_sync(lease, a.sent, work).await).await
             }
         }
         Decision::WaitingForSlot => {
-            if deferred {
-                ctx.spawn_slot_waiter(scope.clone(), work, permit);
-                Verdict::Accepted
-            } else {
-                match ctx
-                    .wait_for_slot(scope, accepted_at + inner.options.sync_slot_wait)
-                    .await
-                {
-                    Some(lease) => {
-                        sync_verdict(inner, event, ctx.run_sync(lease, work).await).await
-                    }
-                    None => {
-                        // Refused after all: unmark, so the platform's retry runs.
-                        unmark(inner, event).await;
-                        inner.recorder.event(event, Outcome::Rejected, "no-slot");
-                        Verdict::AtCapacity
-                    }
+            if a.deferred {
+                holder.spawn_slot_waiter(a.scope.clone(), a.id, work, a.permit);
+                return Verdict::Accepted;
+            }
+            let until = a.accepted_at + inner.options.sync_slot_wait;
+            match holder.wait_for_slot_sync(a.scope, &a.id, until).await {
+                SlotWait::Granted(lease, at) => {
+                    sync_verdict(inner, event, holder.run_sync(lease, at, work).await).await
+                }
+                SlotWait::Gone => Verdict::Accepted,
+                SlotWait::TimedOut => {
+                    // Refused after all: unmark, so the platform's retry runs.
+                    unmark(inner, event).await;
+                    inner.recorder.event(event, Outcome::Rejected, "no-slot");
+                    Verdict::AtCapacity
                 }
             }
         }
+        // A repeat of an admission whose lease lapsed since: the event is in
+        // the backend's care and recovery runs it.
+        Decision::Stored => Verdict::Accepted,
         _ => {
             inner
                 .recorder
@@ -400,14 +418,15 @@ async fn decide(
 }
 
 /// Sync dispatch: a failed handler's dedupe mark is removed and the platform is
-/// answered so it retries.
-async fn sync_verdict(inner: &BotInner, event: &Event, outcome: Outcome) -> Verdict {
+/// answered so it retries; so is a run cancelled before the answer (shutdown, a
+/// lost lease) whose batch was dropped here (`None`).
+async fn sync_verdict(inner: &BotInner, event: &Event, outcome: Option<Outcome>) -> Verdict {
     match outcome {
-        Outcome::Failed => {
+        Some(Outcome::Failed) | None => {
             unmark(inner, event).await;
             Verdict::Failed
         }
-        _ => Verdict::Accepted,
+        Some(_) => Verdict::Accepted,
     }
 }
 

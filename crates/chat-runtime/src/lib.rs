@@ -76,7 +76,11 @@ mod holder;
 mod keeper;
 mod options;
 mod outcome;
+mod retry;
 mod router;
+mod run;
+mod slots;
+mod sweep;
 mod webhook;
 
 pub use bot::{Bot, BotBuilder, ShutdownReport};
@@ -88,6 +92,6 @@ pub use chat_core::{
 };
 pub use ctx::{Ctx, Thread};
 pub use handler::{Handler, HandlerFuture};
-pub use options::{BuildError, Dispatch, LockScope, RuntimeOptions, ScopeChoice};
+pub use options::{BuildError, Dispatch, LockScope, RuntimeOptions, ScopeChoice, ShutdownMode};
 pub use outcome::{Observer, Outcome, OutcomeRecord};
 pub use webhook::WebhookService;

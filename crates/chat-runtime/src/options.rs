@@ -62,6 +62,19 @@ pub enum ScopeChoice {
     Channel,
 }
 
+/// How [`Bot::shutdown`](crate::Bot::shutdown) treats running handlers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ShutdownMode {
+    /// Let running handlers finish for most of the deadline, then cancel the
+    /// rest and hand their events back to run on another replica.
+    #[default]
+    Drain,
+    /// Cancel running handlers at once and hand their events back (the seed
+    /// runtime's abort-on-shutdown, without the loss).
+    Cancel,
+}
+
 /// Every setting of the runtime. Start from [`RuntimeOptions::default()`] and
 /// change what you need with struct-update syntax, so nothing is silently reset:
 ///
@@ -118,9 +131,22 @@ pub struct RuntimeOptions {
     /// slash command's answer and a modal's `response_action` only from the HTTP
     /// response). They still pass admission. Default `true`.
     pub inline_interactions: bool,
-    /// How often the runtime looks for scopes whose holder died with entries
-    /// waiting, and runs them. `None` turns the sweep off. Default 30 s.
+    /// How often the runtime looks for work whose holder is gone — a scope
+    /// with entries waiting or a run in flight and no lease, a slot run whose
+    /// slot lapsed — and runs it. `None` turns the sweep off. Default 30 s.
     pub sweep_interval: Option<Duration>,
+    /// How many times an event's run may be lost by a holder that died, was
+    /// killed or paused past its lease before the event is given up and
+    /// recorded `Failed` (`abandoned`). Runs handed back at shutdown do not
+    /// count. Default 3.
+    pub max_attempts: u32,
+    /// Drain (default) or cancel at shutdown.
+    pub shutdown: ShutdownMode,
+    /// How long the runtime repeats an `admit` whose outcome is unknown (a
+    /// timeout or a dropped connection: it may have run) before it gives up on
+    /// learning it. The event is safe either way: in the backend's care, or
+    /// retried by the platform. Default 30 s.
+    pub state_retry: Duration,
 }
 
 impl Default for RuntimeOptions {
@@ -139,6 +165,9 @@ impl Default for RuntimeOptions {
             inline_interactions: true,
             ack_timeout: Duration::from_millis(2500),
             sweep_interval: Some(Duration::from_secs(30)),
+            max_attempts: 3,
+            shutdown: ShutdownMode::Drain,
+            state_retry: Duration::from_secs(30),
         }
     }
 }
@@ -202,6 +231,9 @@ pub enum BuildError {
     /// An ack timeout of zero.
     #[error("ack_timeout must be positive")]
     ZeroAckTimeout,
+    /// `max_attempts` of zero: no event could ever run again after a crash.
+    #[error("max_attempts must be positive")]
+    ZeroMaxAttempts,
 }
 
 impl RuntimeOptions {
@@ -219,6 +251,9 @@ impl RuntimeOptions {
         }
         if self.ack_timeout.is_zero() {
             return Err(BuildError::ZeroAckTimeout);
+        }
+        if self.max_attempts == 0 {
+            return Err(BuildError::ZeroMaxAttempts);
         }
         if deferred && self.detach_timeout.is_zero() {
             return Err(BuildError::DetachTimeoutRequired("deferred dispatch"));

@@ -25,7 +25,9 @@ pub enum Outcome {
     /// It waited longer than its queue entry TTL or its budget allowed.
     Expired,
     /// Its handler lost the lease (renewal failed or the lease expired) and was
-    /// cancelled.
+    /// cancelled. Not a final outcome any more: the event stays in flight and
+    /// runs again under the scope's next holder. Kept for observers written
+    /// against earlier versions; the runtime no longer records it.
     Preempted,
     /// Its handler ran past the budget and was cancelled.
     DeadlineExceeded,
@@ -82,6 +84,20 @@ pub struct OutcomeRecord {
     pub cancel_latency: Option<Duration>,
 }
 
+impl OutcomeRecord {
+    /// The record of `event`'s outcome.
+    pub(crate) fn of(event: &Event, outcome: Outcome, reason: &'static str) -> Self {
+        Self {
+            event_id: event.id.clone(),
+            thread: Some(event.thread.clone()),
+            outcome,
+            reason,
+            ran_for: None,
+            cancel_latency: None,
+        }
+    }
+}
+
 /// Receives every outcome. Register with
 /// [`BotBuilder::observer`](crate::BotBuilder::observer); tests use it to count.
 /// Called inline: keep it quick and never block.
@@ -109,14 +125,7 @@ impl Recorder {
     }
 
     pub(crate) fn event(&self, event: &Event, outcome: Outcome, reason: &'static str) {
-        self.record(&OutcomeRecord {
-            event_id: event.id.clone(),
-            thread: Some(event.thread.clone()),
-            outcome,
-            reason,
-            ran_for: None,
-            cancel_latency: None,
-        });
+        self.record(&OutcomeRecord::of(event, outcome, reason));
     }
 
     pub(crate) fn record(&self, r: &OutcomeRecord) {
@@ -148,6 +157,43 @@ impl Recorder {
         }
         for o in &self.observers {
             o.on_outcome(r);
+        }
+    }
+}
+
+/// The outcomes of one batch, recorded once the batch is acknowledged (its
+/// `finish` landed): a holder that dies, loses its lease or hands the batch back
+/// records nothing, and the holder that runs the batch again records them — so
+/// every event's outcome is recorded exactly once across replicas.
+#[derive(Default)]
+#[must_use = "a batch's outcomes are committed or discarded"]
+pub(crate) struct Records(Vec<OutcomeRecord>);
+
+impl Records {
+    pub(crate) fn push(&mut self, record: OutcomeRecord) {
+        self.0.push(record);
+    }
+
+    pub(crate) fn event(&mut self, event: &Event, outcome: Outcome, reason: &'static str) {
+        self.push(OutcomeRecord::of(event, outcome, reason));
+    }
+
+    /// The batch is acknowledged: record its outcomes.
+    pub(crate) fn commit(self, recorder: &Recorder) {
+        for r in &self.0 {
+            recorder.record(r);
+        }
+    }
+
+    /// The batch is someone else's now (or its fate is unknown): it runs again
+    /// there, and its outcomes are recorded there.
+    pub(crate) fn discard(self) {
+        if !self.0.is_empty() {
+            tracing::debug!(
+                name: "outcomes-discarded",
+                count = self.0.len(),
+                "the batch runs again under another holder"
+            );
         }
     }
 }

@@ -38,7 +38,7 @@
 //!
 //! // … and is handed to the holder when it finishes, in the same atomic step.
 //! let handoff = state.finish(&lease).await?;
-//! assert!(matches!(handoff, chat_core::Handoff::Run(ref w) if w.len() == 1));
+//! assert!(matches!(handoff, chat_core::Handoff::Run(ref batch) if batch.entries.len() == 1));
 //! # Ok::<_, chat_core::StateError>(()) }).unwrap();
 //! ```
 
@@ -56,8 +56,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
-    Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, Handoff, Lease, Renewal,
-    ScopeKey, ScopeTag, SetMode, StateBackend, StateError, Take, ThreadRef,
+    Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, Handoff, Lease, LeaseToken,
+    Recovered, Release, Renewal, ScopeKey, ScopeTag, SetMode, SlotGrant, StateBackend, StateError,
+    ThreadRef,
 };
 use tokio::time::Instant;
 
@@ -74,7 +75,9 @@ pub struct MemoryState {
     hasher: RandomState,
     /// Fencing numbers come from one counter, so they grow across every grant on
     /// every scope — and so, in particular, per scope — even after a scope's
-    /// record is dropped when it goes idle.
+    /// record is dropped when it goes idle. It starts at the wall clock in
+    /// microseconds, like the Redis backend's floor, so fences keep growing
+    /// across restarts of a process that writes them to its own store.
     fence: AtomicU64,
     kv: Mutex<HashMap<String, KvEntry>>,
 }
@@ -110,7 +113,7 @@ impl MemoryState {
                 .map(|_| Mutex::new(Shard::default()))
                 .collect(),
             hasher: RandomState::new(),
-            fence: AtomicU64::new(0),
+            fence: AtomicU64::new(wall_clock_micros()),
             kv: Mutex::new(HashMap::new()),
         }
     }
@@ -124,6 +127,12 @@ impl MemoryState {
     fn next_fence(&self) -> u64 {
         self.fence.fetch_add(1, Ordering::Relaxed) + 1
     }
+}
+
+fn wall_clock_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 /// A panic while a shard was locked cannot leave it half-updated (every update is
@@ -156,14 +165,10 @@ impl StateBackend for MemoryState {
             .finish(lease, Instant::now()))
     }
 
-    async fn take(&self, lease: &Lease) -> Result<Take, StateError> {
-        Ok(self.shard(lease.scope().tag()).take(lease, Instant::now()))
-    }
-
-    async fn release(&self, lease: &Lease) -> Result<bool, StateError> {
+    async fn release(&self, lease: &Lease, how: Release) -> Result<bool, StateError> {
         Ok(self
             .shard(lease.scope().tag())
-            .release(lease, Instant::now()))
+            .release(lease, how, Instant::now()))
     }
 
     async fn unmark(&self, thread: &ThreadRef, key: &DedupeKey) -> Result<bool, StateError> {
@@ -174,15 +179,16 @@ impl StateBackend for MemoryState {
     async fn acquire_slot(
         &self,
         scope: &ScopeKey,
-        max: usize,
+        token: &LeaseToken,
+        max: Option<usize>,
         ttl: Duration,
-    ) -> Result<Option<Lease>, StateError> {
-        if max == 0 {
+    ) -> Result<SlotGrant, StateError> {
+        if max == Some(0) {
             return Err(StateError::InvalidRequest("a slot maximum of zero"));
         }
         Ok(self
             .shard(scope.tag())
-            .acquire_slot(scope, max, ttl, Instant::now(), || self.next_fence()))
+            .acquire_slot(scope, token, max, ttl, Instant::now(), || self.next_fence()))
     }
 
     async fn request_cancel(&self, request: CancelRequest) -> Result<CancelOutcome, StateError> {
@@ -196,7 +202,7 @@ impl StateBackend for MemoryState {
             .request_cancel(&request, Instant::now()))
     }
 
-    async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Lease>, StateError> {
+    async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Recovered>, StateError> {
         let now = Instant::now();
         let mut recovered = Vec::new();
         for shard in self.shards.iter() {
@@ -262,5 +268,10 @@ impl StateBackend for MemoryState {
 
     async fn health(&self) -> Result<(), StateError> {
         Ok(())
+    }
+
+    /// State in one process: nothing handed back at shutdown would run.
+    fn shared(&self) -> bool {
+        false
     }
 }

@@ -1,13 +1,14 @@
-//! One scope's record: its lease, and whatever waits on it under the strategy in
-//! use (a queue, a pending debounce event, burst batches, concurrency slots).
+//! One scope's record: its lease, its in-flight batch, its outbox, and whatever
+//! waits on it under the strategy in use (a queue, a pending debounce event,
+//! burst windows, concurrency slots and their waiters).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
 use chat_core::{
-    Concurrency, Decision, DropReason, Event, Handoff, Lease, LeaseKind, LeaseToken, OnFull,
-    Renewal, ScopeKey, Take, Waiting,
+    AdmitRequest, Batch, Concurrency, Decision, DropReason, Event, Fate, Handoff, Lease, LeaseKind,
+    LeaseToken, OnFull, Recovered, Release, Renewal, Report, ScopeKey, SlotGrant, Waiting,
 };
 use tokio::time::Instant;
 
@@ -15,11 +16,15 @@ use tokio::time::Instant;
 struct Held {
     token: LeaseToken,
     expires_at: Instant,
-    cancel_requested: bool,
+    fence: u64,
+    /// The batch the holder holds.
+    seq: u64,
+    /// Stop requests since the batch was handed out.
+    cancels: u32,
 }
 
-#[derive(Debug)]
-struct Entry {
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
     event: Arc<Event>,
     admitted_at: Instant,
     /// Queue entries only: after this the entry is `Expired`.
@@ -27,7 +32,7 @@ struct Entry {
 }
 
 impl Entry {
-    fn new(event: Arc<Event>, now: Instant, ttl: Option<Duration>) -> Self {
+    pub(crate) fn new(event: Arc<Event>, now: Instant, ttl: Option<Duration>) -> Self {
         Self {
             event,
             admitted_at: now,
@@ -35,9 +40,56 @@ impl Entry {
         }
     }
 
-    fn waiting(self, now: Instant) -> Waiting {
-        let expired = self.expires_at.is_some_and(|t| t <= now);
-        Waiting::new(self.event, now - self.admitted_at, expired)
+    /// The entry as handed out at `handed_at`: wait and expiry are judged then,
+    /// so a batch handed out again reads the same.
+    fn waiting(&self, handed_at: Instant) -> Waiting {
+        let expired = self.expires_at.is_some_and(|t| t <= handed_at);
+        Waiting::new(
+            Arc::clone(&self.event),
+            handed_at.saturating_duration_since(self.admitted_at),
+            expired,
+        )
+    }
+
+    fn report(&self, fate: Fate) -> Report {
+        Report::new(self.event.id.clone(), Some(self.event.thread.clone()), fate)
+    }
+}
+
+/// A batch handed out and not yet acknowledged.
+#[derive(Debug)]
+struct InFlight {
+    owner: LeaseToken,
+    seq: u64,
+    attempt: u32,
+    lapses: u32,
+    /// Given back by a holder that shut down: adopting it is not a lapse.
+    handed_back: bool,
+    handed_at: Instant,
+    entries: Vec<Entry>,
+    reports: Vec<Report>,
+}
+
+impl InFlight {
+    fn batch(&self) -> Batch {
+        Batch::new(
+            self.seq,
+            self.entries
+                .iter()
+                .map(|e| e.waiting(self.handed_at))
+                .collect(),
+            self.reports.clone(),
+        )
+        .attempts(self.attempt, self.lapses)
+    }
+
+    /// Adopted by `owner` as its batch `seq`.
+    fn adopt(&mut self, owner: &LeaseToken, seq: u64) {
+        self.owner = owner.clone();
+        self.seq = seq;
+        self.attempt += 1;
+        self.lapses += u32::from(!self.handed_back);
+        self.handed_back = false;
     }
 }
 
@@ -49,7 +101,7 @@ struct Pending {
 }
 
 #[derive(Debug)]
-struct Batch {
+struct Window {
     /// The window's fixed end.
     seals_at: Instant,
     /// Sealed early by `max_batch`.
@@ -57,7 +109,7 @@ struct Batch {
     members: Vec<Entry>,
 }
 
-impl Batch {
+impl Window {
     fn sealed(&self, now: Instant) -> bool {
         self.full || self.seals_at <= now
     }
@@ -66,23 +118,59 @@ impl Batch {
 #[derive(Debug)]
 struct Slot {
     expires_at: Instant,
-    cancel_requested: bool,
+    fence: u64,
+    cancels: u32,
+}
+
+/// A concurrency-slot run's event, from admission until its slot is released.
+#[derive(Debug)]
+struct SlotRun {
+    entry: Entry,
+    attempt: u32,
+    lapses: u32,
+    handed_back: bool,
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct ScopeState {
     lease: Option<Held>,
+    inflight: Option<InFlight>,
+    /// Reports of events whose outcome an admit decided, for the next batch.
+    outbox: Vec<Report>,
     queue: VecDeque<Entry>,
     pending: Option<Pending>,
-    batches: VecDeque<Batch>,
+    windows: VecDeque<Window>,
+    /// Threads with work waiting here (kept until nothing waits): plain
+    /// messages of these threads pass the subscription gate.
+    waiting_threads: HashSet<String>,
     slots: HashMap<LeaseToken, Slot>,
+    /// Waiters for a slot: their reservation's expiry.
+    slot_waiters: HashMap<LeaseToken, Instant>,
+    slot_runs: HashMap<LeaseToken, SlotRun>,
+    /// Acknowledged batches (token, seq) → until when a repeat is answered
+    /// `Released`.
+    acked: HashMap<(LeaseToken, u64), Instant>,
 }
 
-/// What `finish` and `take` found ready.
+/// What is ready for the holder.
 enum Next {
-    Run(Vec<Waiting>),
+    Run(Vec<Entry>),
     Wait(Duration),
     Empty,
+}
+
+/// What an admission stored, for a repeat of the same request.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Recorded {
+    Run,
+    Hold,
+    Queued,
+    Pending,
+    Dropped(DropReason),
+    Slot,
+    WaitingForSlot,
+    /// A control event's mark ([`request_cancel`](chat_core::StateBackend::request_cancel)).
+    Cancel,
 }
 
 impl ScopeState {
@@ -94,159 +182,280 @@ impl ScopeState {
         self.lease.as_mut()
     }
 
-    fn owned_by(&mut self, lease: &Lease, now: Instant) -> Option<&mut Held> {
-        self.live_lease(now).filter(|h| h.token == *lease.token())
+    fn owned_by(&mut self, token: &LeaseToken, now: Instant) -> Option<&mut Held> {
+        self.live_lease(now).filter(|h| h.token == *token)
+    }
+
+    fn tidy(&mut self, now: Instant) {
+        self.slots.retain(|_, s| s.expires_at > now);
+        self.slot_waiters.retain(|_, t| *t > now);
+        self.acked.retain(|_, t| *t > now);
     }
 
     fn has_waiting(&self) -> bool {
-        !self.queue.is_empty() || self.pending.is_some() || !self.batches.is_empty()
+        !self.queue.is_empty() || self.pending.is_some() || !self.windows.is_empty()
     }
 
-    pub(crate) fn waiting_in_batches(&self) -> usize {
-        self.batches.iter().map(|b| b.members.len()).sum()
+    /// Work on the scope that needs a holder.
+    fn has_work(&self) -> bool {
+        self.has_waiting() || self.inflight.is_some() || !self.outbox.is_empty()
+    }
+
+    fn slot_orphans(&self) -> Vec<LeaseToken> {
+        self.slot_runs
+            .keys()
+            .filter(|t| !self.slots.contains_key(*t) && !self.slot_waiters.contains_key(*t))
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn waiting_in_windows(&self) -> usize {
+        self.windows.iter().map(|b| b.members.len()).sum()
+    }
+
+    pub(crate) fn depth(&self) -> usize {
+        self.queue.len() + self.waiting_in_windows()
+    }
+
+    pub(crate) fn thread_waits(&self, thread: &str) -> bool {
+        self.waiting_threads.contains(thread)
     }
 
     pub(crate) fn is_idle(&mut self, now: Instant) -> bool {
-        self.slots.retain(|_, s| s.expires_at > now);
-        self.live_lease(now).is_none() && !self.has_waiting() && self.slots.is_empty()
+        self.tidy(now);
+        self.live_lease(now).is_none()
+            && !self.has_work()
+            && self.slots.is_empty()
+            && self.slot_runs.is_empty()
+            && self.acked.is_empty()
     }
 
-    /// Waiting entries, and nobody holding the scope to run them.
-    pub(crate) fn is_orphaned(&mut self, now: Instant) -> bool {
-        self.live_lease(now).is_none() && self.has_waiting()
-    }
-
-    pub(crate) fn grant(
+    fn grant(
         &mut self,
         scope: &ScopeKey,
-        ttl: Duration,
+        token: &LeaseToken,
         now: Instant,
+        ttl: Duration,
         fence: u64,
     ) -> Lease {
-        let token = LeaseToken::generate();
         self.lease = Some(Held {
             token: token.clone(),
             expires_at: now + ttl,
-            cancel_requested: false,
+            fence,
+            seq: 0,
+            cancels: 0,
         });
-        Lease::new(scope.clone(), token, fence, LeaseKind::Exclusive, ttl)
+        Lease::new(
+            scope.clone(),
+            token.clone(),
+            fence,
+            LeaseKind::Exclusive,
+            ttl,
+        )
     }
 
-    pub(crate) fn admit(
+    fn wait_for(&mut self, entry: &Entry) {
+        self.waiting_threads
+            .insert(entry.event.thread.thread.clone());
+    }
+
+    /// The answer to a repeat of an admission that recorded `recorded`.
+    pub(crate) fn replay(
         &mut self,
         scope: &ScopeKey,
-        event: Arc<Event>,
-        concurrency: Concurrency,
-        lease_ttl: Duration,
+        id: &LeaseToken,
+        recorded: Recorded,
+        ttl: Duration,
+        now: Instant,
+    ) -> Decision {
+        self.tidy(now);
+        match recorded {
+            Recorded::Run | Recorded::Hold => match self.owned_by(id, now) {
+                Some(h) if h.seq == 0 => {
+                    let lease = Lease::new(
+                        scope.clone(),
+                        id.clone(),
+                        h.fence,
+                        LeaseKind::Exclusive,
+                        ttl,
+                    );
+                    if matches!(recorded, Recorded::Run) {
+                        Decision::Run(lease)
+                    } else {
+                        Decision::Hold(lease)
+                    }
+                }
+                _ => Decision::Stored,
+            },
+            Recorded::Slot => match self.slots.get(id) {
+                Some(slot) => Decision::Run(Lease::new(
+                    scope.clone(),
+                    id.clone(),
+                    slot.fence,
+                    LeaseKind::Slot,
+                    ttl,
+                )),
+                None => Decision::Stored,
+            },
+            Recorded::WaitingForSlot => {
+                if self.slot_waiters.contains_key(id) || self.slots.contains_key(id) {
+                    Decision::WaitingForSlot
+                } else {
+                    Decision::Stored
+                }
+            }
+            Recorded::Queued => Decision::Queued {
+                depth: self.depth(),
+            },
+            Recorded::Pending => Decision::Pending { replaced: false },
+            Recorded::Dropped(reason) => Decision::Dropped(reason),
+            Recorded::Cancel => Decision::Duplicate,
+        }
+    }
+
+    /// Applies the strategy to a new event; returns the decision and what to
+    /// record with the dedupe mark.
+    pub(crate) fn admit(
+        &mut self,
+        req: &AdmitRequest,
         now: Instant,
         next_fence: impl FnOnce() -> u64,
-    ) -> Decision {
+    ) -> (Decision, Recorded) {
+        let (scope, id, lease_ttl) = (&req.scope, &req.id, req.lease_ttl);
+        let (event, concurrency) = (Arc::clone(&req.event), req.concurrency);
+        self.tidy(now);
         if let Concurrency::Concurrent(opts) = concurrency {
-            let Some(max) = opts.max else {
-                return Decision::Unlocked;
-            };
-            return match self.acquire_slot(scope, max, lease_ttl, now, next_fence) {
-                Some(lease) => Decision::Run(lease),
-                None => Decision::WaitingForSlot,
-            };
+            let entry = Entry::new(event, now, None);
+            self.slot_runs.insert(
+                id.clone(),
+                SlotRun {
+                    entry,
+                    attempt: 1,
+                    lapses: 0,
+                    handed_back: false,
+                },
+            );
+            if opts.max.is_none_or(|max| self.slots.len() < max) {
+                let lease = self.take_slot(scope, id, lease_ttl, now, next_fence());
+                return (Decision::Run(lease), Recorded::Slot);
+            }
+            self.slot_waiters.insert(id.clone(), now + lease_ttl);
+            return (Decision::WaitingForSlot, Recorded::WaitingForSlot);
         }
         let free = self.live_lease(now).is_none();
+        let left_over = free && self.has_work();
         match concurrency {
             Concurrency::Queue(opts) => {
                 let entry = Entry::new(event, now, Some(opts.entry_ttl));
                 if free {
-                    let lease = self.grant(scope, lease_ttl, now, next_fence());
-                    if self.queue.is_empty() {
-                        return Decision::Run(lease);
+                    let lease = self.grant(scope, id, now, lease_ttl, next_fence());
+                    if !left_over {
+                        self.inflight = Some(InFlight::first(id, entry, now));
+                        return (Decision::Run(lease), Recorded::Run);
                     }
-                    // Entries outlived their holder: the new holder drains them
-                    // together with this event.
+                    // Work outlived its holder: the new holder drains it first.
+                    self.wait_for(&entry);
                     self.queue.push_back(entry);
-                    return Decision::Hold {
-                        lease,
-                        superseded: None,
-                    };
+                    return (Decision::Hold(lease), Recorded::Hold);
                 }
                 if self.queue.len() >= opts.max_size && opts.on_full == OnFull::DropNewest {
-                    return Decision::Dropped(DropReason::QueueFull);
+                    let reason = DropReason::QueueFull;
+                    return (Decision::Dropped(reason), Recorded::Dropped(reason));
                 }
+                self.wait_for(&entry);
                 self.queue.push_back(entry);
-                let evicted = (self.queue.len() > opts.max_size)
-                    .then(|| self.queue.pop_front())
-                    .flatten()
-                    .map(|e| e.waiting(now));
-                Decision::Queued {
-                    depth: self.queue.len(),
-                    evicted,
+                if self.queue.len() > opts.max_size
+                    && let Some(evicted) = self.queue.pop_front()
+                {
+                    self.outbox.push(evicted.report(Fate::Evicted));
                 }
+                (
+                    Decision::Queued {
+                        depth: self.queue.len(),
+                    },
+                    Recorded::Queued,
+                )
             }
             Concurrency::Debounce(opts) => {
+                let entry = Entry::new(event, now, None);
+                self.wait_for(&entry);
                 let replaced = self.pending.replace(Pending {
-                    entry: Entry::new(event, now, None),
+                    entry,
                     ready_at: now + opts.interval,
                 });
-                let superseded = replaced.map(|p| p.entry.waiting(now));
+                if let Some(p) = &replaced {
+                    // Never silently overwritten, also when its holder is gone.
+                    self.outbox.push(p.entry.report(Fate::Superseded));
+                }
                 if free {
-                    // A pending event under a free lease is the orphan of a dead
-                    // or paused holder: it is superseded, never silently lost.
-                    let lease = self.grant(scope, lease_ttl, now, next_fence());
-                    Decision::Hold { lease, superseded }
+                    let lease = self.grant(scope, id, now, lease_ttl, next_fence());
+                    (Decision::Hold(lease), Recorded::Hold)
                 } else {
-                    Decision::Pending { superseded }
+                    (
+                        Decision::Pending {
+                            replaced: replaced.is_some(),
+                        },
+                        Recorded::Pending,
+                    )
                 }
             }
             Concurrency::Burst(opts) => {
                 let entry = Entry::new(event, now, None);
-                match self.batches.back_mut() {
+                self.wait_for(&entry);
+                match self.windows.back_mut() {
                     Some(open) if !open.sealed(now) => open.members.push(entry),
-                    _ => self.batches.push_back(Batch {
+                    _ => self.windows.push_back(Window {
                         seals_at: now + opts.window,
                         full: false,
                         members: vec![entry],
                     }),
                 }
-                if let (Some(max), Some(open)) = (opts.max_batch, self.batches.back_mut()) {
+                if let (Some(max), Some(open)) = (opts.max_batch, self.windows.back_mut()) {
                     open.full |= open.members.len() >= max;
                 }
                 if free {
-                    let lease = self.grant(scope, lease_ttl, now, next_fence());
-                    return Decision::Hold {
-                        lease,
-                        superseded: None,
-                    };
+                    let lease = self.grant(scope, id, now, lease_ttl, next_fence());
+                    return (Decision::Hold(lease), Recorded::Hold);
                 }
-                Decision::Queued {
-                    depth: self.waiting_in_batches(),
-                    evicted: None,
-                }
+                (
+                    Decision::Queued {
+                        depth: self.waiting_in_windows(),
+                    },
+                    Recorded::Queued,
+                )
             }
-            // `Drop`, and any strategy added later: one handler, no waiting.
+            // `Drop`, and any strategy added later: one handler, no waiting. Work
+            // left by a holder that is gone counts as busy: the sweep adopts it.
             _ => {
-                if free {
-                    Decision::Run(self.grant(scope, lease_ttl, now, next_fence()))
+                if free && !left_over {
+                    let lease = self.grant(scope, id, now, lease_ttl, next_fence());
+                    self.inflight = Some(InFlight::first(id, Entry::new(event, now, None), now));
+                    (Decision::Run(lease), Recorded::Run)
                 } else {
-                    Decision::Dropped(DropReason::Busy)
+                    let reason = DropReason::Busy;
+                    (Decision::Dropped(reason), Recorded::Dropped(reason))
                 }
             }
         }
     }
 
     pub(crate) fn renew(&mut self, lease: &Lease, ttl: Duration, now: Instant) -> Renewal {
+        self.tidy(now);
         match lease.kind() {
             LeaseKind::Slot => match self.slots.get_mut(lease.token()) {
-                Some(slot) if slot.expires_at > now => {
+                Some(slot) => {
                     slot.expires_at = now + ttl;
                     Renewal::Renewed {
-                        cancel_requested: slot.cancel_requested,
+                        cancel_requests: slot.cancels,
                     }
                 }
-                _ => Renewal::Lost,
+                None => Renewal::Lost,
             },
-            _ => match self.owned_by(lease, now) {
+            _ => match self.owned_by(lease.token(), now) {
                 Some(held) => {
                     held.expires_at = now + ttl;
                     Renewal::Renewed {
-                        cancel_requested: held.cancel_requested,
+                        cancel_requests: held.cancels,
                     }
                 }
                 None => Renewal::Lost,
@@ -255,123 +464,322 @@ impl ScopeState {
     }
 
     /// Pops what is ready for the holder: every queued entry; the pending debounce
-    /// event once quiet; the oldest sealed burst batch.
+    /// event once quiet; the oldest sealed burst window.
     fn next(&mut self, now: Instant) -> Next {
-        if !self.queue.is_empty() {
-            return Next::Run(self.queue.drain(..).map(|e| e.waiting(now)).collect());
-        }
-        if let Some(p) = &self.pending {
+        let next = if !self.queue.is_empty() {
+            Next::Run(self.queue.drain(..).collect())
+        } else if let Some(p) = &self.pending {
             if p.ready_at > now {
-                return Next::Wait(p.ready_at - now);
+                Next::Wait(p.ready_at - now)
+            } else {
+                self.pending
+                    .take()
+                    .map_or(Next::Empty, |p| Next::Run(vec![p.entry]))
             }
-            return match self.pending.take() {
-                Some(p) => Next::Run(vec![p.entry.waiting(now)]),
-                None => Next::Empty,
-            };
-        }
-        if let Some(b) = self.batches.front() {
-            if !b.sealed(now) {
-                return Next::Wait(b.seals_at - now);
+        } else if let Some(b) = self.windows.front() {
+            if b.sealed(now) {
+                self.windows
+                    .pop_front()
+                    .map_or(Next::Empty, |b| Next::Run(b.members))
+            } else {
+                Next::Wait(b.seals_at - now)
             }
-            return match self.batches.pop_front() {
-                Some(b) => Next::Run(b.members.into_iter().map(|e| e.waiting(now)).collect()),
-                None => Next::Empty,
-            };
+        } else {
+            Next::Empty
+        };
+        if !self.has_waiting() {
+            self.waiting_threads.clear();
         }
-        Next::Empty
+        next
+    }
+
+    fn ack(&mut self, token: &LeaseToken, seq: u64, now: Instant, ttl: Duration) {
+        if self
+            .inflight
+            .as_ref()
+            .is_some_and(|f| f.owner == *token && f.seq == seq)
+        {
+            self.inflight = None;
+        }
+        // A repeat of this call, up to two TTLs later, is answered `Released`.
+        self.acked.insert((token.clone(), seq), now + ttl * 2);
     }
 
     pub(crate) fn finish(&mut self, lease: &Lease, now: Instant) -> Handoff {
+        self.tidy(now);
+        let token = lease.token();
+        let seq = lease.seq();
         if lease.kind() == LeaseKind::Slot {
-            return match self.slots.remove(lease.token()) {
-                Some(slot) if slot.expires_at > now => Handoff::Released,
+            let live = self.slots.remove(token).is_some();
+            if live || self.slot_runs.contains_key(token) {
+                self.slot_runs.remove(token);
+                self.acked.insert((token.clone(), 0), now + lease.ttl() * 2);
+                return Handoff::Released;
+            }
+            return self.repeat_or_lost(token, 0);
+        }
+        let Some(held) = self.owned_by(token, now) else {
+            // A lapsed holder acknowledges the batch it finished, unless someone
+            // adopted it since.
+            if self
+                .inflight
+                .as_ref()
+                .is_some_and(|f| f.owner == *token && f.seq == seq)
+            {
+                self.ack(token, seq, now, lease.ttl());
+                return Handoff::Released;
+            }
+            return self.repeat_or_lost(token, seq);
+        };
+        if held.seq == seq + 1 {
+            // A repeat whose first run handed over batch seq + 1: the same again.
+            return match &self.inflight {
+                Some(f) if f.owner == *token && f.seq == seq + 1 => Handoff::Run(f.batch()),
                 _ => Handoff::Lost,
             };
         }
-        let Some(held) = self.owned_by(lease, now) else {
+        if held.seq != seq {
             return Handoff::Lost;
-        };
-        held.cancel_requested = false;
+        }
         held.expires_at = now + lease.ttl();
-        match self.next(now) {
-            Next::Run(entries) => Handoff::Run(entries),
-            Next::Wait(d) => Handoff::Wait(d),
-            Next::Empty => {
+        self.ack(token, seq, now, lease.ttl());
+        if let Some(orphan) = self.inflight.as_mut() {
+            // Left by a holder that is gone: it runs again, first.
+            orphan.adopt(token, seq + 1);
+            let batch = orphan.batch();
+            self.hand_out(seq + 1);
+            return Handoff::Run(batch);
+        }
+        let (entries, wait) = match self.next(now) {
+            Next::Run(entries) => (entries, None),
+            Next::Wait(d) => (Vec::new(), Some(d)),
+            Next::Empty => (Vec::new(), None),
+        };
+        if entries.is_empty() {
+            // Reports go out with the next batch; alone only before a release.
+            if let Some(d) = wait {
+                return Handoff::Wait(d);
+            }
+            if self.outbox.is_empty() {
                 self.lease = None;
-                Handoff::Released
+                return Handoff::Released;
             }
         }
-    }
-
-    pub(crate) fn release(&mut self, lease: &Lease, now: Instant) -> bool {
-        if lease.kind() == LeaseKind::Slot {
-            return self
-                .slots
-                .remove(lease.token())
-                .is_some_and(|s| s.expires_at > now);
-        }
-        if self.owned_by(lease, now).is_none() {
-            return false;
-        }
-        self.lease = None;
-        true
-    }
-
-    pub(crate) fn take(&mut self, lease: &Lease, now: Instant) -> Take {
-        if lease.kind() == LeaseKind::Slot {
-            return Take::Empty;
-        }
-        let Some(held) = self.owned_by(lease, now) else {
-            return Take::Lost;
+        let inflight = InFlight {
+            owner: token.clone(),
+            seq: seq + 1,
+            attempt: 1,
+            lapses: 0,
+            handed_back: false,
+            handed_at: now,
+            entries,
+            reports: std::mem::take(&mut self.outbox),
         };
-        held.expires_at = now + lease.ttl();
-        match self.next(now) {
-            Next::Run(entries) => Take::Run(entries),
-            Next::Wait(d) => Take::Wait(d),
-            Next::Empty => Take::Empty,
+        let batch = inflight.batch();
+        self.inflight = Some(inflight);
+        self.hand_out(seq + 1);
+        Handoff::Run(batch)
+    }
+
+    fn hand_out(&mut self, seq: u64) {
+        if let Some(held) = self.lease.as_mut() {
+            held.seq = seq;
+            held.cancels = 0;
         }
+    }
+
+    fn repeat_or_lost(&self, token: &LeaseToken, seq: u64) -> Handoff {
+        if self.acked.contains_key(&(token.clone(), seq)) {
+            Handoff::Released
+        } else {
+            Handoff::Lost
+        }
+    }
+
+    pub(crate) fn release(&mut self, lease: &Lease, how: Release, now: Instant) -> bool {
+        self.tidy(now);
+        let token = lease.token();
+        if lease.kind() == LeaseKind::Slot {
+            let live = self.slots.remove(token).is_some();
+            self.slot_waiters.remove(token);
+            return match how {
+                Release::HandBack => match self.slot_runs.get_mut(token) {
+                    Some(run) => {
+                        run.handed_back = true;
+                        true
+                    }
+                    None => live,
+                },
+                _ => {
+                    let acked = self.slot_runs.remove(token).is_some();
+                    if acked {
+                        self.acked.insert((token.clone(), 0), now + lease.ttl() * 2);
+                    }
+                    live || acked || self.acked.contains_key(&(token.clone(), 0))
+                }
+            };
+        }
+        let seq = lease.seq();
+        let own = self
+            .inflight
+            .as_ref()
+            .is_some_and(|f| f.owner == *token && f.seq == seq);
+        let held = self.owned_by(token, now).is_some();
+        let mut answer = own || held;
+        match how {
+            Release::HandBack => {
+                if let (true, Some(f)) = (own, self.inflight.as_mut()) {
+                    f.handed_back = true;
+                }
+            }
+            _ => {
+                answer |= self.acked.contains_key(&(token.clone(), seq));
+                if own || held {
+                    self.ack(token, seq, now, lease.ttl());
+                }
+            }
+        }
+        if held {
+            self.lease = None;
+        }
+        answer
+    }
+
+    fn take_slot(
+        &mut self,
+        scope: &ScopeKey,
+        token: &LeaseToken,
+        ttl: Duration,
+        now: Instant,
+        fence: u64,
+    ) -> Lease {
+        self.slots.insert(
+            token.clone(),
+            Slot {
+                expires_at: now + ttl,
+                fence,
+                cancels: 0,
+            },
+        );
+        Lease::new(scope.clone(), token.clone(), fence, LeaseKind::Slot, ttl)
     }
 
     pub(crate) fn acquire_slot(
         &mut self,
         scope: &ScopeKey,
-        max: usize,
+        token: &LeaseToken,
+        max: Option<usize>,
         ttl: Duration,
         now: Instant,
         next_fence: impl FnOnce() -> u64,
-    ) -> Option<Lease> {
-        self.slots.retain(|_, s| s.expires_at > now);
-        if self.slots.len() >= max {
-            return None;
+    ) -> SlotGrant {
+        self.tidy(now);
+        if let Some(slot) = self.slots.get(token) {
+            return SlotGrant::Granted(Lease::new(
+                scope.clone(),
+                token.clone(),
+                slot.fence,
+                LeaseKind::Slot,
+                ttl,
+            ));
         }
-        let token = LeaseToken::generate();
-        self.slots.insert(
-            token.clone(),
-            Slot {
-                expires_at: now + ttl,
-                cancel_requested: false,
-            },
-        );
-        Some(Lease::new(
-            scope.clone(),
-            token,
-            next_fence(),
-            LeaseKind::Slot,
-            ttl,
-        ))
+        if !self.slot_waiters.contains_key(token) {
+            return SlotGrant::Gone;
+        }
+        if max.is_some_and(|max| self.slots.len() >= max) {
+            self.slot_waiters.insert(token.clone(), now + ttl);
+            return SlotGrant::Full;
+        }
+        self.slot_waiters.remove(token);
+        SlotGrant::Granted(self.take_slot(scope, token, ttl, now, next_fence()))
     }
 
-    /// Records a stop request on whoever holds the scope; `false` if nobody does.
-    pub(crate) fn request_cancel(&mut self, now: Instant) -> bool {
+    /// Records a stop request on whoever holds the scope; the lease's count after
+    /// it, or `None` if nobody holds it.
+    pub(crate) fn request_cancel(&mut self, now: Instant) -> Option<u32> {
+        self.tidy(now);
         if let Some(held) = self.live_lease(now) {
-            held.cancel_requested = true;
-            return true;
+            held.cancels += 1;
+            return Some(held.cancels);
         }
-        let mut any = false;
-        for slot in self.slots.values_mut().filter(|s| s.expires_at > now) {
-            slot.cancel_requested = true;
-            any = true;
+        let mut count = None;
+        for slot in self.slots.values_mut() {
+            slot.cancels += 1;
+            count = Some(count.unwrap_or(0).max(slot.cancels));
         }
-        any
+        count
+    }
+
+    /// The scope's current stop-request count (a repeated cancel request).
+    pub(crate) fn cancel_count(&mut self, now: Instant) -> u32 {
+        self.tidy(now);
+        if let Some(held) = self.live_lease(now) {
+            return held.cancels;
+        }
+        self.slots.values().map(|s| s.cancels).max().unwrap_or(0)
+    }
+
+    /// Recovery: the scope's runs without a holder, each given to a new token.
+    pub(crate) fn recover(
+        &mut self,
+        scope: &ScopeKey,
+        ttl: Duration,
+        room: usize,
+        now: Instant,
+        mut next_fence: impl FnMut() -> u64,
+    ) -> Vec<Recovered> {
+        self.tidy(now);
+        let mut out = Vec::new();
+        if room == 0 {
+            return out;
+        }
+        if self.live_lease(now).is_none() && self.has_work() {
+            let token = LeaseToken::generate();
+            let lease = self.grant(scope, &token, now, ttl, next_fence());
+            out.push(Recovered::Scope(lease));
+        }
+        for old in self.slot_orphans() {
+            if out.len() >= room {
+                break;
+            }
+            let Some(mut run) = self.slot_runs.remove(&old) else {
+                continue;
+            };
+            run.attempt += 1;
+            run.lapses += u32::from(!run.handed_back);
+            run.handed_back = false;
+            let token = LeaseToken::generate();
+            let batch = Batch::new(0, vec![run.entry.waiting(now)], Vec::new())
+                .attempts(run.attempt, run.lapses);
+            self.slot_waiters.insert(token.clone(), now + ttl);
+            self.slot_runs.insert(token.clone(), run);
+            out.push(Recovered::Slot {
+                scope: scope.clone(),
+                token,
+                batch,
+            });
+        }
+        out
+    }
+
+    /// Whether the sweep has anything to recover here.
+    pub(crate) fn needs_recovery(&mut self, now: Instant) -> bool {
+        self.tidy(now);
+        (self.live_lease(now).is_none() && self.has_work()) || !self.slot_orphans().is_empty()
+    }
+}
+
+impl InFlight {
+    fn first(owner: &LeaseToken, entry: Entry, now: Instant) -> Self {
+        Self {
+            owner: owner.clone(),
+            seq: 0,
+            attempt: 1,
+            lapses: 0,
+            handed_back: false,
+            handed_at: now,
+            entries: vec![entry],
+            reports: Vec::new(),
+        }
     }
 }

@@ -3,22 +3,30 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use chat_core::{
     Admission, AdmitRequest, CancelOutcome, CancelRequest, Concurrency, Decision, DedupeKey, Gate,
-    Handoff, Lease, Renewal, ScopeKey, ScopeTag, StateError, Take, ThreadRef,
+    Handoff, Lease, LeaseToken, Recovered, Release, Renewal, ScopeKey, ScopeTag, SlotGrant,
+    StateError, ThreadRef,
 };
 use tokio::time::Instant;
 
-use crate::scope::ScopeState;
+use crate::scope::{Recorded, ScopeState};
+
+#[derive(Debug)]
+struct Mark {
+    expires_at: Instant,
+    /// The request that set it, and what it decided, for a repeat of it.
+    request: LeaseToken,
+    recorded: Recorded,
+}
 
 #[derive(Debug, Default)]
 pub(crate) struct Shard {
-    /// Dedupe mark → its expiry. Keyed by `"{tag}\0{key}"`: keys are unique per
-    /// platform, tenant and channel.
-    dedupe: HashMap<String, Instant>,
+    /// Dedupe marks. Keyed by `"{tag}\0{key}"`: keys are unique per platform,
+    /// tenant and channel.
+    dedupe: HashMap<String, Mark>,
     /// Expiry order of `dedupe`, for purging marks nobody looks up again.
     dedupe_expiry: BinaryHeap<Reverse<(Instant, String)>>,
     pub(crate) subscriptions: HashSet<ThreadRef>,
@@ -37,21 +45,35 @@ impl Shard {
             }
             if let Some(Reverse((_, slot))) = self.dedupe_expiry.pop() {
                 // A mark re-set later (after unmark) carries a later expiry: keep it.
-                if self.dedupe.get(&slot).is_some_and(|exp| *exp <= now) {
+                if self.dedupe.get(&slot).is_some_and(|m| m.expires_at <= now) {
                     self.dedupe.remove(&slot);
                 }
             }
         }
     }
 
-    fn is_marked(&self, slot: &str, now: Instant) -> bool {
-        self.dedupe.get(slot).is_some_and(|exp| *exp > now)
+    fn live_mark(&self, slot: &str, now: Instant) -> Option<&Mark> {
+        self.dedupe.get(slot).filter(|m| m.expires_at > now)
     }
 
-    fn mark(&mut self, slot: String, ttl: Duration, now: Instant) {
-        let exp = now + ttl;
-        self.dedupe_expiry.push(Reverse((exp, slot.clone())));
-        self.dedupe.insert(slot, exp);
+    fn mark(
+        &mut self,
+        slot: String,
+        ttl: Duration,
+        now: Instant,
+        request: &LeaseToken,
+        recorded: Recorded,
+    ) {
+        let expires_at = now + ttl;
+        self.dedupe_expiry.push(Reverse((expires_at, slot.clone())));
+        self.dedupe.insert(
+            slot,
+            Mark {
+                expires_at,
+                request: request.clone(),
+                recorded,
+            },
+        );
     }
 
     pub(crate) fn unmark(&mut self, tag: ScopeTag<'_>, key: &DedupeKey) -> bool {
@@ -75,28 +97,32 @@ impl Shard {
         self.purge_dedupe(now);
         let subscribed = self.subscriptions.contains(&req.event.thread);
         let slot = dedupe_slot(req.scope.tag(), &req.event.dedupe_key);
-        if self.is_marked(&slot, now) {
-            return Ok(Admission::new(Decision::Duplicate, subscribed));
+        if let Some(mark) = self.live_mark(&slot, now) {
+            if mark.request != req.id {
+                return Ok(Admission::new(Decision::Duplicate, subscribed));
+            }
+            let recorded = mark.recorded;
+            let state = self.scopes.entry(req.scope.clone()).or_default();
+            let decision = state.replay(&req.scope, &req.id, recorded, req.lease_ttl, now);
+            self.tidy(&req.scope, now);
+            return Ok(Admission::new(decision, subscribed));
         }
-        if req.gate == Gate::Subscribed && !subscribed {
+        let in_progress = self
+            .scopes
+            .get(&req.scope)
+            .is_some_and(|s| s.thread_waits(&req.event.thread.thread));
+        if req.gate == Gate::Subscribed && !subscribed && !in_progress {
             return Ok(Admission::new(Decision::NotSubscribed, subscribed));
         }
         let state = self.scopes.entry(req.scope.clone()).or_default();
         if let Concurrency::Burst(opts) = req.concurrency
-            && state.waiting_in_batches() >= opts.max_waiting
+            && state.waiting_in_windows() >= opts.max_waiting
         {
             self.tidy(&req.scope, now);
             return Ok(Admission::new(Decision::Full, subscribed));
         }
-        let decision = state.admit(
-            &req.scope,
-            Arc::clone(&req.event),
-            req.concurrency,
-            req.lease_ttl,
-            now,
-            next_fence,
-        );
-        self.mark(slot, req.dedupe_ttl, now);
+        let (decision, recorded) = state.admit(req, now, next_fence);
+        self.mark(slot, req.dedupe_ttl, now, &req.id, recorded);
         self.tidy(&req.scope, now);
         Ok(Admission::new(decision, subscribed))
     }
@@ -117,54 +143,53 @@ impl Shard {
         handoff
     }
 
-    pub(crate) fn release(&mut self, lease: &Lease, now: Instant) -> bool {
+    pub(crate) fn release(&mut self, lease: &Lease, how: Release, now: Instant) -> bool {
         let released = self
             .scopes
             .get_mut(lease.scope())
-            .is_some_and(|state| state.release(lease, now));
+            .is_some_and(|state| state.release(lease, how, now));
         self.tidy(lease.scope(), now);
         released
-    }
-
-    pub(crate) fn take(&mut self, lease: &Lease, now: Instant) -> Take {
-        match self.scopes.get_mut(lease.scope()) {
-            Some(state) => state.take(lease, now),
-            None => Take::Lost,
-        }
     }
 
     pub(crate) fn acquire_slot(
         &mut self,
         scope: &ScopeKey,
-        max: usize,
+        token: &LeaseToken,
+        max: Option<usize>,
         ttl: Duration,
         now: Instant,
         next_fence: impl FnOnce() -> u64,
-    ) -> Option<Lease> {
-        let lease = self
-            .scopes
-            .entry(scope.clone())
-            .or_default()
-            .acquire_slot(scope, max, ttl, now, next_fence);
+    ) -> SlotGrant {
+        let grant = match self.scopes.get_mut(scope) {
+            Some(state) => state.acquire_slot(scope, token, max, ttl, now, next_fence),
+            None => SlotGrant::Gone,
+        };
         self.tidy(scope, now);
-        lease
+        grant
     }
 
     pub(crate) fn request_cancel(&mut self, req: &CancelRequest, now: Instant) -> CancelOutcome {
         self.purge_dedupe(now);
         let slot = dedupe_slot(req.scope.tag(), &req.dedupe_key);
-        if self.is_marked(&slot, now) {
-            return CancelOutcome::Duplicate;
+        if let Some(mark) = self.live_mark(&slot, now) {
+            if mark.request != req.id {
+                return CancelOutcome::Duplicate;
+            }
+            let count = self
+                .scopes
+                .get_mut(&req.scope)
+                .map_or(0, |s| s.cancel_count(now));
+            return CancelOutcome::Recorded { count };
         }
-        self.mark(slot, req.dedupe_ttl, now);
-        let recorded = self
+        self.mark(slot, req.dedupe_ttl, now, &req.id, Recorded::Cancel);
+        match self
             .scopes
             .get_mut(&req.scope)
-            .is_some_and(|state| state.request_cancel(now));
-        if recorded {
-            CancelOutcome::Recorded
-        } else {
-            CancelOutcome::NoHolder
+            .and_then(|state| state.request_cancel(now))
+        {
+            Some(count) => CancelOutcome::Recorded { count },
+            None => CancelOutcome::NoHolder,
         }
     }
 
@@ -174,14 +199,15 @@ impl Shard {
         limit: usize,
         now: Instant,
         mut next_fence: impl FnMut() -> u64,
-    ) -> Vec<Lease> {
+    ) -> Vec<Recovered> {
         let mut out = Vec::new();
         for (scope, state) in &mut self.scopes {
             if out.len() >= limit {
                 break;
             }
-            if state.is_orphaned(now) {
-                out.push(state.grant(scope, lease_ttl, now, next_fence()));
+            if state.needs_recovery(now) {
+                let room = limit - out.len();
+                out.extend(state.recover(scope, lease_ttl, room, now, &mut next_fence));
             }
         }
         out

@@ -56,6 +56,7 @@ impl Keys {
         BucketKeys {
             fence: format!("{base}:fence"),
             orphans: format!("{base}:orphans"),
+            slot_orphans: format!("{base}:slotorphans"),
         }
     }
 
@@ -82,8 +83,12 @@ impl Keys {
 pub(crate) struct BucketKeys {
     /// The fencing counter (string, no TTL).
     pub(crate) fence: String,
-    /// Scopes with waiting entries, scored by their lease's expiry (ms).
+    /// Scopes with work that needs a holder (waiting, in flight or reported),
+    /// scored by their lease's expiry (ms).
     pub(crate) orphans: String,
+    /// Scopes with slot runs, scored by the earliest time one of them may lose
+    /// its holder (ms).
+    pub(crate) slot_orphans: String,
 }
 
 /// The keys of one (platform, tenant, channel) tag.
@@ -116,14 +121,22 @@ impl TagKeys {
         let key = |kind: &str| format!("{}:{kind}:{part}", self.base);
         ScopeKeys {
             lease: key("lease"),
+            run: key("run"),
+            run_items: key("runitems"),
+            outbox: key("outbox"),
+            acked: key("acked"),
+            waiting_threads: key("wthreads"),
             queue: key("queue"),
             pending: key("pending"),
             burst: key("burst"),
             burst_meta: key("burstmeta"),
             slots: key("slots"),
             slot_cancels: key("slotcancel"),
+            slot_waiters: key("slotwait"),
+            slot_runs: key("slotruns"),
             fence: self.bucket.fence.clone(),
             orphans: self.bucket.orphans.clone(),
+            slot_orphans: self.bucket.slot_orphans.clone(),
             member: member(scope),
         }
     }
@@ -133,31 +146,47 @@ impl TagKeys {
 #[derive(Debug, Clone)]
 pub(crate) struct ScopeKeys {
     pub(crate) lease: String,
+    pub(crate) run: String,
+    pub(crate) run_items: String,
+    pub(crate) outbox: String,
+    pub(crate) acked: String,
+    pub(crate) waiting_threads: String,
     pub(crate) queue: String,
     pub(crate) pending: String,
     pub(crate) burst: String,
     pub(crate) burst_meta: String,
     pub(crate) slots: String,
     pub(crate) slot_cancels: String,
+    pub(crate) slot_waiters: String,
+    pub(crate) slot_runs: String,
     pub(crate) fence: String,
     pub(crate) orphans: String,
+    pub(crate) slot_orphans: String,
     pub(crate) member: String,
 }
 
 impl ScopeKeys {
     /// Every key of the scope, for tests that check they share a slot.
     #[cfg(test)]
-    pub(crate) fn all(&self) -> [&str; 9] {
+    pub(crate) fn all(&self) -> [&str; 17] {
         [
             &self.lease,
+            &self.run,
+            &self.run_items,
+            &self.outbox,
+            &self.acked,
+            &self.waiting_threads,
             &self.queue,
             &self.pending,
             &self.burst,
             &self.burst_meta,
             &self.slots,
             &self.slot_cancels,
+            &self.slot_waiters,
+            &self.slot_runs,
             &self.fence,
             &self.orphans,
+            &self.slot_orphans,
         ]
     }
 }

@@ -1,20 +1,80 @@
 //! Reading script replies, and encoding events for the scripts.
 //!
-//! A waiting entry is stored as `<admitted ms>|<expires ms or empty>|<event JSON>`;
-//! scripts hand entries back as stored, with the server's `now`, so the wait
-//! and the expiry are computed from the server's clock alone.
+//! An event goes to a script as `<ref>\n<event JSON>`, where `<ref>` is
+//! `<event id>|<thread>` with `%`, `|` and newlines percent-escaped: scripts
+//! copy the ref into reports without ever parsing JSON. A stored entry is
+//! `<admitted ms>|<expires ms or empty>|<ref>\n<JSON>`; a report is
+//! `R<fate>|<ref>`. Scripts hand entries back as stored, with the time their
+//! batch was handed out, so the wait and the expiry are computed from the
+//! server's clock alone — and read the same when the batch is handed out again.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use chat_core::{Event, StateError, Waiting};
+use chat_core::{Batch, Event, EventId, Fate, Report, ScopeKey, StateError, ThreadRef, Waiting};
 use redis::Value;
 
 use crate::error::bad_reply;
 
-/// An event as the scripts store it.
+/// An event as the scripts take it: its ref, a newline, its JSON.
 pub(crate) fn encode_event(event: &Event) -> Result<Vec<u8>, StateError> {
-    serde_json::to_vec(event).map_err(|e| StateError::Codec(Box::new(e)))
+    let mut out = Vec::with_capacity(256);
+    escape_into(&mut out, event.id.as_str());
+    out.push(b'|');
+    escape_into(&mut out, &event.thread.thread);
+    out.push(b'\n');
+    serde_json::to_writer(&mut out, event).map_err(|e| StateError::Codec(Box::new(e)))?;
+    Ok(out)
+}
+
+fn escape_into(out: &mut Vec<u8>, s: &str) {
+    for b in s.bytes() {
+        match b {
+            b'%' | b'|' | b'\n' => out.extend_from_slice(format!("%{b:02X}").as_bytes()),
+            b => out.push(b),
+        }
+    }
+}
+
+fn unescape(s: &[u8]) -> String {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] == b'%'
+            && let Some(hex) = s.get(i + 1..i + 3)
+            && let Some(b) = std::str::from_utf8(hex)
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(s[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A ref (`<id>|<thread>`) as an event id and a thread of `scope`'s tag.
+fn read_ref(r: &[u8], scope: &ScopeKey) -> (EventId, Option<ThreadRef>) {
+    let mut parts = r.splitn(2, |b| *b == b'|');
+    let id = EventId::new(unescape(parts.next().unwrap_or_default()));
+    let thread = parts.next().map(|t| {
+        ThreadRef::new(
+            scope.platform,
+            scope.tenant.as_str(),
+            scope.channel.as_str(),
+            unescape(t),
+        )
+    });
+    (id, thread)
+}
+
+/// One item of a handed-out batch: an entry or a report.
+enum Item {
+    Entry(Waiting),
+    Report(Report),
 }
 
 /// A script reply, read front to back.
@@ -65,24 +125,41 @@ impl Reply {
         ))
     }
 
-    /// The next item: one entry, or nothing (nil / false).
-    pub(crate) fn entry(&mut self, now: i64) -> Result<Option<Waiting>, StateError> {
-        match self.next()? {
-            Value::Nil | Value::Boolean(false) => Ok(None),
-            v => Ok(Some(waiting(&bytes(v)?, now)?)),
+    /// The rest of a handed-out batch: `seq, attempt, lapses, handed-out ms,
+    /// items`, the items' reports read as threads of `scope`.
+    pub(crate) fn batch(&mut self, scope: &ScopeKey) -> Result<Batch, StateError> {
+        let seq = u64::try_from(self.int()?).map_err(|_| bad_reply("negative seq"))?;
+        let attempt = u32::try_from(self.int()?).map_err(|_| bad_reply("bad attempt"))?;
+        let lapses = u32::try_from(self.int()?).map_err(|_| bad_reply("bad lapses"))?;
+        let handed_at = self.int()?;
+        let items = match self.next()? {
+            Value::Array(items) => items,
+            Value::Nil => Vec::new(),
+            _ => return Err(bad_reply("expected a list of items")),
+        };
+        let mut entries = Vec::with_capacity(items.len());
+        let mut reports = Vec::new();
+        for v in items {
+            match item(&bytes(v)?, handed_at, scope)? {
+                Item::Entry(w) => entries.push(w),
+                Item::Report(r) => reports.push(r),
+            }
         }
+        Ok(Batch::new(seq, entries, reports).attempts(attempt, lapses))
     }
 
-    /// The next item: a list of entries, oldest first.
-    pub(crate) fn entries(&mut self, now: i64) -> Result<Vec<Waiting>, StateError> {
-        match self.next()? {
-            Value::Array(items) => items
-                .into_iter()
-                .map(|v| waiting(&bytes(v)?, now))
-                .collect(),
-            Value::Nil => Ok(Vec::new()),
-            _ => Err(bad_reply("expected a list of entries")),
-        }
+    /// The next item: a recovered slot run's stored entry, as a batch of one.
+    pub(crate) fn slot_entry(&mut self, scope: &ScopeKey) -> Result<Batch, StateError> {
+        let raw = bytes(self.next()?)?;
+        let admitted = raw
+            .split(|b| *b == b'|')
+            .next()
+            .and_then(|s| std::str::from_utf8(s).ok()?.parse().ok())
+            .unwrap_or(0);
+        Ok(match item(&raw, admitted, scope)? {
+            Item::Entry(w) => Batch::new(0, vec![w], Vec::new()),
+            Item::Report(r) => Batch::new(0, Vec::new(), vec![r]),
+        })
     }
 }
 
@@ -120,14 +197,6 @@ pub(crate) fn fence(v: Value) -> Result<u64, StateError> {
     }
 }
 
-/// A fence, or nothing (nil / false): the answer of `claim` and `acquire_slot`.
-pub(crate) fn optional_fence(v: Value) -> Result<Option<u64>, StateError> {
-    match v {
-        Value::Nil | Value::Boolean(false) => Ok(None),
-        v => fence(v).map(Some),
-    }
-}
-
 fn bytes(v: Value) -> Result<Vec<u8>, StateError> {
     match v {
         Value::BulkString(b) => Ok(b),
@@ -136,19 +205,42 @@ fn bytes(v: Value) -> Result<Vec<u8>, StateError> {
     }
 }
 
-/// Reads a stored entry, judged at the server's `now` (ms).
-pub(crate) fn waiting(entry: &[u8], now: i64) -> Result<Waiting, StateError> {
-    let mut parts = entry.splitn(3, |b| *b == b'|');
-    let (Some(at), Some(expires), Some(json)) = (parts.next(), parts.next(), parts.next()) else {
+/// Reads a stored item, judged at `handed_at` (server ms). An entry whose event
+/// cannot be decoded becomes an `Undecodable` report, so one bad entry never
+/// takes its batch down with it.
+fn item(raw: &[u8], handed_at: i64, scope: &ScopeKey) -> Result<Item, StateError> {
+    if let Some(rest) = raw.strip_prefix(b"R") {
+        let (fate, r) = rest
+            .split_first()
+            .ok_or_else(|| bad_reply("empty report"))?;
+        let fate = match fate {
+            b'e' => Fate::Evicted,
+            b's' => Fate::Superseded,
+            _ => Fate::Undecodable,
+        };
+        let r = r.strip_prefix(b"|").unwrap_or(r);
+        let (id, thread) = read_ref(r, scope);
+        return Ok(Item::Report(Report::new(id, thread, fate)));
+    }
+    let newline = raw
+        .iter()
+        .position(|b| *b == b'\n')
+        .ok_or_else(|| bad_reply("malformed entry"))?;
+    let (header, json) = (&raw[..newline], &raw[newline + 1..]);
+    let mut parts = header.splitn(3, |b| *b == b'|');
+    let (Some(at), Some(expires), Some(r)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(bad_reply("malformed entry"));
     };
     let millis = |s: &[u8]| -> Option<i64> { std::str::from_utf8(s).ok()?.parse().ok() };
     let at = millis(at).ok_or_else(|| bad_reply("malformed entry time"))?;
     let expired = !expires.is_empty()
-        && millis(expires).ok_or_else(|| bad_reply("malformed entry expiry"))? <= now;
-    let event: Event = serde_json::from_slice(json).map_err(|e| StateError::Codec(Box::new(e)))?;
-    let waited = Duration::from_millis(u64::try_from(now - at).unwrap_or(0));
-    Ok(Waiting::new(Arc::new(event), waited, expired))
+        && millis(expires).ok_or_else(|| bad_reply("malformed entry expiry"))? <= handed_at;
+    let Ok(event) = serde_json::from_slice::<Event>(json) else {
+        let (id, thread) = read_ref(r, scope);
+        return Ok(Item::Report(Report::new(id, thread, Fate::Undecodable)));
+    };
+    let waited = Duration::from_millis(u64::try_from(handed_at - at).unwrap_or(0));
+    Ok(Item::Entry(Waiting::new(Arc::new(event), waited, expired)))
 }
 
 /// A duration as whole milliseconds for a script, at least 1 (Redis refuses a
@@ -165,35 +257,80 @@ mod tests {
     use super::*;
 
     fn event() -> Event {
-        EventBuilder::new(ThreadRef::new(Platform::Test, "T", "C", "1"))
-            .id("a|b")
+        EventBuilder::new(ThreadRef::new(Platform::Test, "T", "C", "1|x"))
+            .id("a|b%")
             .mention("x|y")
             .build()
     }
 
+    fn scope() -> ScopeKey {
+        ThreadRef::new(Platform::Test, "T", "C", "1|x").thread_scope()
+    }
+
+    fn stored(prefix: &[u8], e: &Event) -> Vec<u8> {
+        let mut v = prefix.to_vec();
+        v.extend(encode_event(e).unwrap());
+        v
+    }
+
+    fn entry(raw: &[u8], at: i64) -> Waiting {
+        match item(raw, at, &scope()).unwrap() {
+            Item::Entry(w) => w,
+            Item::Report(r) => panic!("expected an entry, got {r:?}"),
+        }
+    }
+
+    fn report(raw: &[u8]) -> Report {
+        match item(raw, 0, &scope()).unwrap() {
+            Item::Report(r) => r,
+            Item::Entry(w) => panic!("expected a report, got {w:?}"),
+        }
+    }
+
     #[test]
-    fn entries_round_trip_and_are_judged_at_the_servers_now() {
+    fn entries_round_trip_and_are_judged_when_handed_out() {
         let e = event();
-        let mut stored = b"1000|1500|".to_vec();
-        stored.extend(encode_event(&e).unwrap());
-        let w = waiting(&stored, 1400).unwrap();
+        let raw = stored(b"1000|1500|", &e);
+        let w = entry(&raw, 1400);
         assert_eq!(*w.event, e);
         assert_eq!(w.waited, Duration::from_millis(400));
         assert!(!w.expired);
-        assert!(waiting(&stored, 1500).unwrap().expired);
+        assert!(entry(&raw, 1500).expired);
     }
 
     #[test]
     fn entries_without_a_ttl_never_expire() {
-        let mut stored = b"1000||".to_vec();
-        stored.extend(encode_event(&event()).unwrap());
-        assert!(!waiting(&stored, i64::MAX).unwrap().expired);
+        assert!(!entry(&stored(b"1000||", &event()), i64::MAX).expired);
+    }
+
+    #[test]
+    fn the_ref_survives_separators_in_ids_and_threads() {
+        let e = event();
+        let mut raw = b"Re|".to_vec();
+        let enc = encode_event(&e).unwrap();
+        let newline = enc.iter().position(|b| *b == b'\n').unwrap();
+        raw.extend_from_slice(&enc[..newline]);
+        let r = report(&raw);
+        assert_eq!(r.event_id, e.id);
+        assert_eq!(r.thread, Some(e.thread));
+        assert_eq!(r.fate, Fate::Evicted);
+        assert_eq!(report(b"Rs|x|").fate, Fate::Superseded);
+    }
+
+    #[test]
+    fn an_undecodable_event_is_reported_not_an_error() {
+        let r = report(b"1|2|ev1|7\nnot json");
+        assert_eq!(r.event_id.as_str(), "ev1");
+        assert_eq!(r.fate, Fate::Undecodable);
     }
 
     #[test]
     fn malformed_entries_are_codec_errors() {
-        for bad in [&b"nope"[..], b"x|1|{}", b"1|2|not json"] {
-            assert!(matches!(waiting(bad, 0), Err(StateError::Codec(_))));
+        for bad in [&b"nope"[..], b"x|1|r\n{}", b"1\n{}"] {
+            assert!(
+                matches!(item(bad, 0, &scope()), Err(StateError::Codec(_))),
+                "{bad:?}"
+            );
         }
     }
 

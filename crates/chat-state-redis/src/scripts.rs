@@ -25,7 +25,6 @@ pub(crate) struct Scripts {
     pub(crate) admit_concurrent: Script,
     pub(crate) renew: Script,
     pub(crate) finish: Script,
-    pub(crate) take: Script,
     pub(crate) release: Script,
     pub(crate) claim: Script,
     pub(crate) acquire_slot: Script,
@@ -44,7 +43,6 @@ impl Scripts {
             admit_concurrent: script!("admit_concurrent.lua"),
             renew: script!("renew.lua"),
             finish: script!("finish.lua"),
-            take: script!("take.lua"),
             release: script!("release.lua"),
             claim: script!("claim.lua"),
             acquire_slot: script!("acquire_slot.lua"),
@@ -55,7 +53,7 @@ impl Scripts {
     }
 
     /// Every script, for loading them ahead of the first call.
-    pub(crate) fn all(&self) -> [&Script; 14] {
+    pub(crate) fn all(&self) -> [&Script; 13] {
         [
             &self.admit_drop,
             &self.admit_queue,
@@ -64,7 +62,6 @@ impl Scripts {
             &self.admit_concurrent,
             &self.renew,
             &self.finish,
-            &self.take,
             &self.release,
             &self.claim,
             &self.acquire_slot,

@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
     Admission, AdmitRequest, CancelOutcome, CancelRequest, Concurrency, Decision, DedupeKey,
-    DropReason, Gate, Handoff, Lease, LeaseKind, LeaseToken, OnFull, Renewal, ScopeKey, SetMode,
-    StateBackend, StateError, Take, ThreadRef,
+    DropReason, Gate, Handoff, Lease, LeaseKind, LeaseToken, OnFull, Recovered, Release, Renewal,
+    ScopeKey, SetMode, SlotGrant, StateBackend, StateError, ThreadRef,
 };
 use futures_util::future::join_all;
 use redis::aio::ConnectionLike;
@@ -19,7 +19,7 @@ use crate::builder::RedisStateBuilder;
 use crate::error::{bad_reply, breaks_connection, from_pool, from_redis};
 use crate::keys::{BUCKETS, Keys, ScopeKeys};
 use crate::pool::{Conn, Pools};
-use crate::reply::{Reply, encode_event, ms, optional_fence, text};
+use crate::reply::{Reply, encode_event, ms};
 use crate::scripts::Scripts;
 
 /// The [`StateBackend`] on Redis or Redis Cluster. Cheap to share: wrap it in an
@@ -100,8 +100,9 @@ impl RedisState {
         .await
     }
 
-    /// Phase one of a sweep: the scopes of every bucket whose lease lapsed (by
-    /// the index's score, against the server's clock) while entries wait.
+    /// Phase one of a sweep: the scopes of every bucket whose lease (or one of
+    /// whose slots) lapsed, by the indexes' scores against the server's clock,
+    /// while work needs a holder.
     async fn orphan_candidates(&self, limit: usize) -> Result<Vec<String>, StateError> {
         let timeout = self.timeout;
         within(timeout, async {
@@ -153,9 +154,12 @@ async fn read_buckets<C>(
 where
     C: ConnectionLike + Clone + Send,
 {
-    let reads = (0..BUCKETS).map(|b| {
+    let reads = (0..BUCKETS).flat_map(|b| {
+        let bucket = keys.bucket(b);
+        [bucket.orphans, bucket.slot_orphans]
+    });
+    let reads = reads.map(|key| {
         let mut c = conn.clone();
-        let key = keys.bucket(b).orphans;
         async move {
             redis::cmd("ZRANGEBYSCORE")
                 .arg(key)
@@ -192,43 +196,28 @@ fn validate(c: &Concurrency) -> Result<(), StateError> {
 fn admission(
     value: Value,
     scope: &ScopeKey,
-    token: LeaseToken,
+    token: &LeaseToken,
     kind: LeaseKind,
     ttl: Duration,
 ) -> Result<Admission, StateError> {
     let mut r = Reply::new(value)?;
     let verdict = r.text()?;
     let subscribed = r.flag()?;
-    let lease = |fence| Lease::new(scope.clone(), token, fence, kind, ttl);
+    let lease = |fence| Lease::new(scope.clone(), token.clone(), fence, kind, ttl);
     let decision = match verdict.as_str() {
         "duplicate" => Decision::Duplicate,
         "not-subscribed" => Decision::NotSubscribed,
         "full" => Decision::Full,
-        "unlocked" => Decision::Unlocked,
+        "stored" => Decision::Stored,
         "waiting-for-slot" => Decision::WaitingForSlot,
         "run" => Decision::Run(lease(r.fence()?)),
-        "hold" => {
-            let fence = r.fence()?;
-            let now = r.int()?;
-            Decision::Hold {
-                lease: lease(fence),
-                superseded: r.entry(now)?,
-            }
-        }
-        "queued" => {
-            let depth = usize::try_from(r.int()?).map_err(|_| bad_reply("negative depth"))?;
-            let now = r.int()?;
-            Decision::Queued {
-                depth,
-                evicted: r.entry(now)?,
-            }
-        }
-        "pending" => {
-            let now = r.int()?;
-            Decision::Pending {
-                superseded: r.entry(now)?,
-            }
-        }
+        "hold" => Decision::Hold(lease(r.fence()?)),
+        "queued" => Decision::Queued {
+            depth: usize::try_from(r.int()?).map_err(|_| bad_reply("negative depth"))?,
+        },
+        "pending" => Decision::Pending {
+            replaced: r.flag()?,
+        },
         "dropped" => match r.text()?.as_str() {
             "busy" => Decision::Dropped(DropReason::Busy),
             "queue-full" => Decision::Dropped(DropReason::QueueFull),
@@ -239,26 +228,13 @@ fn admission(
     Ok(Admission::new(decision, subscribed))
 }
 
-/// What `finish` and `take` found.
-enum Next {
-    Lost,
-    Released,
-    Empty,
-    Wait(Duration),
-    Run(Vec<chat_core::Waiting>),
-}
-
-fn next(value: Value) -> Result<Next, StateError> {
+fn handoff(value: Value, scope: &ScopeKey) -> Result<Handoff, StateError> {
     let mut r = Reply::new(value)?;
     Ok(match r.text()?.as_str() {
-        "lost" => Next::Lost,
-        "released" => Next::Released,
-        "empty" => Next::Empty,
-        "wait" => Next::Wait(r.millis()?),
-        "run" => {
-            let now = r.int()?;
-            Next::Run(r.entries(now)?)
-        }
+        "lost" => Handoff::Lost,
+        "released" => Handoff::Released,
+        "wait" => Handoff::Wait(r.millis()?),
+        "run" => Handoff::Run(r.batch(scope)?),
         _ => return Err(bad_reply("unknown handoff verdict")),
     })
 }
@@ -268,10 +244,36 @@ fn renewal(value: Value) -> Result<Renewal, StateError> {
     Ok(match r.text()?.as_str() {
         "lost" => Renewal::Lost,
         "renewed" => Renewal::Renewed {
-            cancel_requested: r.flag()?,
+            cancel_requests: u32::try_from(r.int()?).unwrap_or(u32::MAX),
         },
         _ => return Err(bad_reply("unknown renewal verdict")),
     })
+}
+
+/// The keys of `admit_drop` and `admit_queue`, after the mark and the
+/// subscription: an exclusive scope's lease, in-flight batch, waiting entries
+/// and outbox.
+fn exclusive_keys<'a, 'b>(
+    inv: &'a mut ScriptInvocation<'b>,
+    keys: &ScopeKeys,
+) -> &'a mut ScriptInvocation<'b> {
+    inv.key(&keys.lease)
+        .key(&keys.fence)
+        .key(&keys.orphans)
+        .key(&keys.run)
+        .key(&keys.run_items)
+        .key(&keys.queue)
+        .key(&keys.pending)
+        .key(&keys.burst)
+        .key(&keys.outbox)
+        .key(&keys.waiting_threads)
+}
+
+fn release_mode(how: Release) -> &'static str {
+    match how {
+        Release::HandBack => "handback",
+        _ => "done",
+    }
 }
 
 fn tag_mismatch() -> StateError {
@@ -279,33 +281,74 @@ fn tag_mismatch() -> StateError {
 }
 
 impl RedisState {
-    async fn release_slot(&self, lease: &Lease) -> Result<bool, StateError> {
+    async fn release_slot(&self, lease: &Lease, how: Release) -> Result<bool, StateError> {
         let keys = self.keys.scope(lease.scope());
         let mut inv = self.scripts.release_slot.prepare_invoke();
         inv.key(&keys.slots)
             .key(&keys.slot_cancels)
-            .arg(lease.token().as_str());
+            .key(&keys.slot_waiters)
+            .key(&keys.slot_runs)
+            .key(&keys.slot_orphans)
+            .key(&keys.acked)
+            .arg(lease.token().as_str())
+            .arg(release_mode(how))
+            .arg(ms(lease.ttl()))
+            .arg(&keys.member);
         let v = self.eval(&inv, self.timeout).await?;
         Ok(crate::reply::int(v)? == 1)
     }
 
-    fn exclusive<'s>(
-        &'s self,
-        script: &'s redis::Script,
-        keys: &ScopeKeys,
-        lease: &Lease,
-    ) -> ScriptInvocation<'s> {
-        let mut inv = script.prepare_invoke();
+    /// One claim of the sweep: a scope or a slot run of `member`.
+    async fn claim(
+        &self,
+        member: &str,
+        scope: ScopeKey,
+        lease_ttl: Duration,
+    ) -> Result<Option<Recovered>, StateError> {
+        let keys = self.keys.scope(&scope);
+        let token = LeaseToken::generate();
+        let mut inv = self.scripts.claim.prepare_invoke();
         inv.key(&keys.lease)
+            .key(&keys.fence)
             .key(&keys.orphans)
+            .key(&keys.run)
             .key(&keys.queue)
             .key(&keys.pending)
             .key(&keys.burst)
-            .key(&keys.burst_meta)
-            .arg(lease.token().as_str())
-            .arg(ms(lease.ttl()))
-            .arg(&keys.member);
-        inv
+            .key(&keys.outbox)
+            .key(&keys.slots)
+            .key(&keys.slot_cancels)
+            .key(&keys.slot_waiters)
+            .key(&keys.slot_runs)
+            .key(&keys.slot_orphans)
+            .arg(member)
+            .arg(token.as_str())
+            .arg(ms(lease_ttl));
+        let v = self.eval(&inv, self.timeout).await?;
+        if matches!(v, Value::Nil | Value::Boolean(false)) {
+            return Ok(None);
+        }
+        let mut r = Reply::new(v)?;
+        Ok(Some(match r.text()?.as_str() {
+            "scope" => Recovered::Scope(Lease::new(
+                scope,
+                token,
+                r.fence()?,
+                LeaseKind::Exclusive,
+                lease_ttl,
+            )),
+            "slot" => {
+                let attempt = u32::try_from(r.int()?).map_err(|_| bad_reply("bad attempt"))?;
+                let lapses = u32::try_from(r.int()?).map_err(|_| bad_reply("bad lapses"))?;
+                let batch = r.slot_entry(&scope)?.attempts(attempt, lapses);
+                Recovered::Slot {
+                    scope,
+                    token,
+                    batch,
+                }
+            }
+            _ => return Err(bad_reply("unknown claim verdict")),
+        }))
     }
 }
 
@@ -325,8 +368,9 @@ impl StateBackend for RedisState {
             Gate::Subscribed => "subscribed",
             _ => "open",
         };
-        let token = LeaseToken::generate();
+        let token = &request.id;
         let lease_ttl = ms(request.lease_ttl);
+        let encoded = encode_event(event)?;
         let s = &self.scripts;
         let mut kind = LeaseKind::Exclusive;
         let mut inv = match request.concurrency {
@@ -348,24 +392,26 @@ impl StateBackend for RedisState {
                     OnFull::DropNewest => "drop-newest",
                     _ => "drop-oldest",
                 };
-                inv.key(&keys.lease)
-                    .key(&keys.fence)
-                    .key(&keys.orphans)
-                    .key(&keys.queue)
+                exclusive_keys(&mut inv, &keys)
                     .arg(&keys.member)
+                    .arg(&event.thread.thread)
+                    .arg(&encoded)
                     .arg(q.max_size)
                     .arg(on_full)
-                    .arg(ms(q.entry_ttl))
-                    .arg(encode_event(event)?);
+                    .arg(ms(q.entry_ttl));
             }
             Concurrency::Debounce(d) => {
                 inv.key(&keys.lease)
                     .key(&keys.fence)
                     .key(&keys.orphans)
                     .key(&keys.pending)
+                    .key(&keys.outbox)
+                    .key(&keys.waiting_threads)
+                    .key(&keys.queue)
                     .arg(&keys.member)
-                    .arg(ms(d.interval))
-                    .arg(encode_event(event)?);
+                    .arg(&event.thread.thread)
+                    .arg(&encoded)
+                    .arg(ms(d.interval));
             }
             Concurrency::Burst(b) => {
                 inv.key(&keys.lease)
@@ -373,21 +419,33 @@ impl StateBackend for RedisState {
                     .key(&keys.orphans)
                     .key(&keys.burst)
                     .key(&keys.burst_meta)
+                    .key(&keys.waiting_threads)
                     .arg(&keys.member)
+                    .arg(&event.thread.thread)
+                    .arg(&encoded)
                     .arg(ms(b.window))
                     .arg(b.max_batch.unwrap_or(0))
-                    .arg(b.max_waiting)
-                    .arg(encode_event(event)?);
+                    .arg(b.max_waiting);
             }
             Concurrency::Concurrent(c) => {
                 kind = LeaseKind::Slot;
                 inv.key(&keys.slots)
                     .key(&keys.slot_cancels)
+                    .key(&keys.slot_waiters)
+                    .key(&keys.slot_runs)
                     .key(&keys.fence)
-                    .arg(c.max.unwrap_or(0));
+                    .key(&keys.slot_orphans)
+                    .key(&keys.waiting_threads)
+                    .arg(c.max.unwrap_or(0))
+                    .arg(&keys.member)
+                    .arg(&event.thread.thread)
+                    .arg(&encoded);
             }
             _ => {
-                inv.key(&keys.lease).key(&keys.fence);
+                exclusive_keys(&mut inv, &keys)
+                    .arg(&keys.member)
+                    .arg(&event.thread.thread)
+                    .arg(&encoded);
             }
         }
         let reply = self.eval(&inv, self.ack_timeout).await?;
@@ -401,8 +459,12 @@ impl StateBackend for RedisState {
             inv = self.scripts.renew_slot.prepare_invoke();
             inv.key(&keys.slots)
                 .key(&keys.slot_cancels)
+                .key(&keys.slot_waiters)
+                .key(&keys.slot_runs)
+                .key(&keys.slot_orphans)
                 .arg(lease.token().as_str())
-                .arg(ms(ttl));
+                .arg(ms(ttl))
+                .arg(&keys.member);
         } else {
             inv = self.scripts.renew.prepare_invoke();
             inv.key(&keys.lease)
@@ -416,48 +478,51 @@ impl StateBackend for RedisState {
 
     async fn finish(&self, lease: &Lease) -> Result<Handoff, StateError> {
         if lease.kind() == LeaseKind::Slot {
-            return Ok(if self.release_slot(lease).await? {
+            return Ok(if self.release_slot(lease, Release::Done).await? {
                 Handoff::Released
             } else {
                 Handoff::Lost
             });
         }
         let keys = self.keys.scope(lease.scope());
-        let inv = self.exclusive(&self.scripts.finish, &keys, lease);
-        Ok(match next(self.eval(&inv, self.timeout).await?)? {
-            Next::Lost => Handoff::Lost,
-            Next::Released | Next::Empty => Handoff::Released,
-            Next::Wait(d) => Handoff::Wait(d),
-            Next::Run(entries) => Handoff::Run(entries),
-        })
+        let mut inv = self.scripts.finish.prepare_invoke();
+        inv.key(&keys.lease)
+            .key(&keys.orphans)
+            .key(&keys.run)
+            .key(&keys.run_items)
+            .key(&keys.queue)
+            .key(&keys.pending)
+            .key(&keys.burst)
+            .key(&keys.burst_meta)
+            .key(&keys.outbox)
+            .key(&keys.acked)
+            .key(&keys.waiting_threads)
+            .arg(lease.token().as_str())
+            .arg(lease.seq())
+            .arg(ms(lease.ttl()))
+            .arg(&keys.member);
+        handoff(self.eval(&inv, self.timeout).await?, lease.scope())
     }
 
-    async fn take(&self, lease: &Lease) -> Result<Take, StateError> {
+    async fn release(&self, lease: &Lease, how: Release) -> Result<bool, StateError> {
         if lease.kind() == LeaseKind::Slot {
-            return Ok(Take::Empty);
-        }
-        let keys = self.keys.scope(lease.scope());
-        let inv = self.exclusive(&self.scripts.take, &keys, lease);
-        Ok(match next(self.eval(&inv, self.timeout).await?)? {
-            Next::Lost => Take::Lost,
-            Next::Released | Next::Empty => Take::Empty,
-            Next::Wait(d) => Take::Wait(d),
-            Next::Run(entries) => Take::Run(entries),
-        })
-    }
-
-    async fn release(&self, lease: &Lease) -> Result<bool, StateError> {
-        if lease.kind() == LeaseKind::Slot {
-            return self.release_slot(lease).await;
+            return self.release_slot(lease, how).await;
         }
         let keys = self.keys.scope(lease.scope());
         let mut inv = self.scripts.release.prepare_invoke();
         inv.key(&keys.lease)
             .key(&keys.orphans)
+            .key(&keys.run)
+            .key(&keys.run_items)
+            .key(&keys.acked)
             .key(&keys.queue)
             .key(&keys.pending)
             .key(&keys.burst)
+            .key(&keys.outbox)
             .arg(lease.token().as_str())
+            .arg(lease.seq())
+            .arg(release_mode(how))
+            .arg(ms(lease.ttl()))
             .arg(&keys.member);
         let v = self.eval(&inv, self.timeout).await?;
         Ok(crate::reply::int(v)? == 1)
@@ -472,23 +537,38 @@ impl StateBackend for RedisState {
     async fn acquire_slot(
         &self,
         scope: &ScopeKey,
-        max: usize,
+        token: &LeaseToken,
+        max: Option<usize>,
         ttl: Duration,
-    ) -> Result<Option<Lease>, StateError> {
-        if max == 0 {
+    ) -> Result<SlotGrant, StateError> {
+        if max == Some(0) {
             return Err(StateError::InvalidRequest("a slot maximum of zero"));
         }
         let keys = self.keys.scope(scope);
-        let token = LeaseToken::generate();
         let mut inv = self.scripts.acquire_slot.prepare_invoke();
         inv.key(&keys.slots)
             .key(&keys.slot_cancels)
+            .key(&keys.slot_waiters)
+            .key(&keys.slot_runs)
             .key(&keys.fence)
+            .key(&keys.slot_orphans)
             .arg(token.as_str())
             .arg(ms(ttl))
-            .arg(max);
-        let fence = optional_fence(self.eval(&inv, self.timeout).await?)?;
-        Ok(fence.map(|f| Lease::new(scope.clone(), token, f, LeaseKind::Slot, ttl)))
+            .arg(max.unwrap_or(0))
+            .arg(&keys.member);
+        let mut r = Reply::new(self.eval(&inv, self.timeout).await?)?;
+        Ok(match r.text()?.as_str() {
+            "granted" => SlotGrant::Granted(Lease::new(
+                scope.clone(),
+                token.clone(),
+                r.fence()?,
+                LeaseKind::Slot,
+                ttl,
+            )),
+            "full" => SlotGrant::Full,
+            "gone" => SlotGrant::Gone,
+            _ => return Err(bad_reply("unknown slot verdict")),
+        })
     }
 
     async fn request_cancel(&self, request: CancelRequest) -> Result<CancelOutcome, StateError> {
@@ -502,51 +582,45 @@ impl StateBackend for RedisState {
             .key(&keys.lease)
             .key(&keys.slots)
             .key(&keys.slot_cancels)
-            .arg(ms(request.dedupe_ttl));
-        match text(self.eval(&inv, self.timeout).await?)?.as_str() {
+            .key(&keys.slot_waiters)
+            .arg(ms(request.dedupe_ttl))
+            .arg(request.id.as_str());
+        let mut r = Reply::new(self.eval(&inv, self.timeout).await?)?;
+        match r.text()?.as_str() {
             "duplicate" => Ok(CancelOutcome::Duplicate),
-            "recorded" => Ok(CancelOutcome::Recorded),
+            "recorded" => Ok(CancelOutcome::Recorded {
+                count: u32::try_from(r.int()?).unwrap_or(u32::MAX),
+            }),
             "no-holder" => Ok(CancelOutcome::NoHolder),
             _ => Err(bad_reply("unknown cancel verdict")),
         }
     }
 
-    async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Lease>, StateError> {
-        let mut leases = Vec::new();
+    async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Recovered>, StateError> {
+        let mut recovered = Vec::new();
         if limit == 0 {
-            return Ok(leases);
+            return Ok(recovered);
         }
-        for member in self.orphan_candidates(limit).await? {
-            if leases.len() >= limit {
+        let mut members = self.orphan_candidates(limit).await?;
+        members.sort();
+        members.dedup();
+        for member in members {
+            if recovered.len() >= limit {
                 break;
             }
             let Ok(scope) = serde_json::from_str::<ScopeKey>(&member) else {
                 tracing::warn!("chat-state-redis: unreadable scope in an orphan index");
                 continue;
             };
-            let keys = self.keys.scope(&scope);
-            let token = LeaseToken::generate();
-            let mut inv = self.scripts.claim.prepare_invoke();
-            inv.key(&keys.lease)
-                .key(&keys.fence)
-                .key(&keys.orphans)
-                .key(&keys.queue)
-                .key(&keys.pending)
-                .key(&keys.burst)
-                .arg(&member)
-                .arg(token.as_str())
-                .arg(ms(lease_ttl));
-            if let Some(fence) = optional_fence(self.eval(&inv, self.timeout).await?)? {
-                leases.push(Lease::new(
-                    scope,
-                    token,
-                    fence,
-                    LeaseKind::Exclusive,
-                    lease_ttl,
-                ));
+            // One scope's failure (a lost reply: the claim may have run, and its
+            // lease lapses in one TTL) never costs the others their turn.
+            match self.claim(&member, scope, lease_ttl).await {
+                Ok(Some(r)) => recovered.push(r),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "chat-state-redis: a recovery claim failed"),
             }
         }
-        Ok(leases)
+        Ok(recovered)
     }
 
     async fn subscribe(&self, thread: &ThreadRef) -> Result<(), StateError> {

@@ -17,7 +17,7 @@ use chat_core::{
     AdmitRequest, CancelOutcome, CancelRequest, Concurrency, ConcurrentOptions, Decision,
     DedupeKey, Event, Gate, Handoff, Platform, StateBackend, ThreadRef,
 };
-use chat_testkit::{EventBuilder, expect_handoff_run, expect_run, ids};
+use chat_testkit::{EventBuilder, expect_run, ids};
 
 const CHANNEL: &str = "C0SAME";
 const THREAD: &str = "1700000000.000100";
@@ -91,10 +91,11 @@ async fn tenants_never_collide(state: Arc<dyn StateBackend>) {
             );
         }
     }
-    let handed_a = expect_handoff_run(state.finish(&lease_a).await.unwrap());
-    assert_eq!(ids(&handed_a), ["a2", "a3"]);
-    let handed_b = expect_handoff_run(state.finish(&lease_b).await.unwrap());
-    assert_eq!(ids(&handed_b), ["b2", "b3"]);
+    let handed_a = chat_testkit::expect_batch(state.finish(&lease_a).await.unwrap());
+    assert_eq!(ids(&handed_a.entries), ["a2", "a3"]);
+    let handed_b = chat_testkit::expect_batch(state.finish(&lease_b).await.unwrap());
+    assert_eq!(ids(&handed_b.entries), ["b2", "b3"]);
+    let (lease_a, lease_b) = (lease_a.at(handed_a.seq), lease_b.at(handed_b.seq));
     assert!(matches!(
         state.finish(&lease_a).await.unwrap(),
         Handoff::Released
@@ -145,7 +146,7 @@ async fn tenants_never_collide(state: Arc<dyn StateBackend>) {
         matches!(
             renewed,
             chat_core::Renewal::Renewed {
-                cancel_requested: false,
+                cancel_requests: 0,
                 ..
             }
         ),

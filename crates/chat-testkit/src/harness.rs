@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chat_core::{
-    Admission, AdmitRequest, Concurrency, Decision, Event, Gate, Handoff, Lease, ScopeKey,
-    StateBackend, StateError, Take, ThreadRef,
+    Admission, AdmitRequest, Batch, Concurrency, Decision, Event, Gate, Handoff, Lease, Release,
+    ScopeKey, StateBackend, StateError, ThreadRef,
 };
 
 use crate::events::EventBuilder;
@@ -159,14 +159,24 @@ impl Harness {
         ok("admit", self.backend.admit(req).await)
     }
 
-    /// Finishes a lease, failing the case on a backend error.
-    pub async fn finish(&self, lease: &Lease) -> Handoff {
+    /// Finishes a lease as its holder does: on `Run`, the lease moves on to the
+    /// batch it was handed. Fails the case on a backend error.
+    pub async fn finish(&self, lease: &mut Lease) -> Handoff {
+        let handoff = self.finish_as(lease).await;
+        if let Handoff::Run(batch) = &handoff {
+            *lease = lease.clone().at(batch.seq);
+        }
+        handoff
+    }
+
+    /// One `finish` call with the lease as it is (a repeat, or a stale call).
+    pub async fn finish_as(&self, lease: &Lease) -> Handoff {
         ok("finish", self.backend.finish(lease).await)
     }
 
-    /// Takes from a lease, failing the case on a backend error.
-    pub async fn take(&self, lease: &Lease) -> Take {
-        ok("take", self.backend.take(lease).await)
+    /// Releases a lease, failing the case on a backend error.
+    pub async fn release(&self, lease: &Lease, how: Release) -> bool {
+        ok("release", self.backend.release(lease, how).await)
     }
 
     /// Renews a lease by the harness TTL, failing the case on a backend error.
@@ -199,7 +209,7 @@ pub fn expect_run(a: &Admission) -> Lease {
 /// The lease of a `Hold` decision, or a failed case.
 pub fn expect_hold(a: &Admission) -> Lease {
     match &a.decision {
-        Decision::Hold { lease, .. } => lease.clone(),
+        Decision::Hold(lease) => lease.clone(),
         other => panic!("expected Hold, got {other:?}"),
     }
 }
@@ -209,12 +219,17 @@ pub fn ids(entries: &[chat_core::Waiting]) -> Vec<String> {
     entries.iter().map(|w| w.event.id.to_string()).collect()
 }
 
-/// The entries of `Handoff::Run`, or a failed case.
-pub fn expect_handoff_run(h: Handoff) -> Vec<chat_core::Waiting> {
+/// The batch of `Handoff::Run`, or a failed case.
+pub fn expect_batch(h: Handoff) -> Batch {
     match h {
-        Handoff::Run(entries) => entries,
+        Handoff::Run(batch) => batch,
         other => panic!("expected Handoff::Run, got {other:?}"),
     }
+}
+
+/// The entries of `Handoff::Run`, or a failed case.
+pub fn expect_handoff_run(h: Handoff) -> Vec<chat_core::Waiting> {
+    expect_batch(h).entries
 }
 
 /// The delay of `Handoff::Wait`, or a failed case.

@@ -53,5 +53,5 @@ pub use fake_oauth::{
 };
 pub use fake_slack::{FakeSlack, RetryAfter, SlackCall, SlackReply};
 pub use harness::{
-    Clock, Harness, expect_handoff_run, expect_hold, expect_run, expect_wait, ids, ok,
+    Clock, Harness, expect_batch, expect_handoff_run, expect_hold, expect_run, expect_wait, ids, ok,
 };

@@ -3,7 +3,8 @@
 //!
 //! Texts: `ok` (return at once), `sleep:MS` (sleep, cooperatively), `fail`,
 //! `panic`, `sleepus:µS`, `wait-cancel` (wait for cancellation, then return), `stubborn:MS`
-//! (sleep MS ignoring cancellation).
+//! (sleep MS ignoring cancellation); `first-` before any of them applies it on
+//! the run's first attempt only.
 //!
 //! A scenario runs on an [`Env`]: the memory backend under tokio's paused clock,
 //! or Redis (one server, or the cluster), which judges expiry by its own clock,
@@ -30,8 +31,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
-    Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, Handoff, Lease, Renewal,
-    ScopeKey, SetMode, StateBackend, StateError, Take, ThreadRef,
+    Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, Handoff, Lease, LeaseToken,
+    Recovered, Release, Renewal, ScopeKey, SetMode, SlotGrant, StateBackend, StateError, ThreadRef,
 };
 use chat_runtime::{
     Bot, CancelCause, Concurrency, Ctx, Event, Outcome, OutcomeRecord, RuntimeOptions,
@@ -276,6 +277,7 @@ pub struct Run {
     pub end: Option<Instant>,
     pub cause: Option<CancelCause>,
     pub deadline: Option<Instant>,
+    pub attempt: u32,
 }
 
 #[derive(Clone, Default)]
@@ -316,10 +318,18 @@ pub fn handler(
                     end: None,
                     cause: None,
                     deadline: ctx.deadline(),
+                    attempt: ctx.attempt(),
                 });
                 runs.len() - 1
             };
             let (verb, arg) = text.split_once(':').unwrap_or((text.as_str(), "0"));
+            // `first-VERB`: VERB on the first attempt only; later attempts (a run
+            // repeated after its holder was lost) return at once.
+            let verb = match verb.strip_prefix("first-") {
+                Some(v) if ctx.attempt() == 1 => v,
+                Some(_) => "ok",
+                None => verb,
+            };
             let n: u64 = arg.parse().unwrap_or(0);
             let (ms, us) = (clock.ms(n), clock.scale(Duration::from_micros(n)));
             let result = match verb {
@@ -481,6 +491,21 @@ impl Scenario {
         }
     }
 
+    /// The threads' scopes are held by nobody and their work is ready for
+    /// another replica at once: one sweep recovers every one of them.
+    pub async fn assert_recoverable_now(&self, threads: &[&str]) {
+        let recovered = self.state.sweep(self.clock.ms(30_000), 1000).await.unwrap();
+        for thread in threads {
+            let scope = self.adapter.thread("T1", "C1", thread).thread_scope();
+            assert!(
+                recovered
+                    .iter()
+                    .any(|r| matches!(r, chat_core::Recovered::Scope(l) if *l.scope() == scope)),
+                "scope {thread} was not recovered: {recovered:?}"
+            );
+        }
+    }
+
     /// Nothing is left holding or waiting on the thread's scope.
     pub async fn assert_scope_idle(&self, thread: &str) {
         let scope = self.adapter.thread("T1", "C1", thread).thread_scope();
@@ -558,11 +583,8 @@ impl StateBackend for Hooked {
         }
         self.inner.finish(l).await
     }
-    async fn take(&self, l: &Lease) -> Result<Take, StateError> {
-        self.inner.take(l).await
-    }
-    async fn release(&self, l: &Lease) -> Result<bool, StateError> {
-        self.inner.release(l).await
+    async fn release(&self, l: &Lease, how: Release) -> Result<bool, StateError> {
+        self.inner.release(l, how).await
     }
     async fn unmark(&self, t: &ThreadRef, k: &DedupeKey) -> Result<bool, StateError> {
         self.inner.unmark(t, k).await
@@ -570,15 +592,16 @@ impl StateBackend for Hooked {
     async fn acquire_slot(
         &self,
         s: &ScopeKey,
-        m: usize,
+        t: &LeaseToken,
+        m: Option<usize>,
         ttl: Duration,
-    ) -> Result<Option<Lease>, StateError> {
-        self.inner.acquire_slot(s, m, ttl).await
+    ) -> Result<SlotGrant, StateError> {
+        self.inner.acquire_slot(s, t, m, ttl).await
     }
     async fn request_cancel(&self, r: CancelRequest) -> Result<CancelOutcome, StateError> {
         self.inner.request_cancel(r).await
     }
-    async fn sweep(&self, ttl: Duration, limit: usize) -> Result<Vec<Lease>, StateError> {
+    async fn sweep(&self, ttl: Duration, limit: usize) -> Result<Vec<Recovered>, StateError> {
         self.inner.sweep(ttl, limit).await
     }
     async fn subscribe(&self, t: &ThreadRef) -> Result<(), StateError> {
@@ -607,5 +630,8 @@ impl StateBackend for Hooked {
     }
     async fn health(&self) -> Result<(), StateError> {
         self.inner.health().await
+    }
+    fn shared(&self) -> bool {
+        self.inner.shared()
     }
 }

@@ -1,14 +1,36 @@
--- acquire_slot.lua: takes one of a scope's `max` concurrency slots for an event
--- that got WaitingForSlot.
+-- acquire_slot.lua: a waiter (an event that got WaitingForSlot, or a recovered
+-- slot run) takes one of a scope's `max` slots.
 --
 -- KEYS[1] the scope's slots              (sorted set token -> expiry ms)
--- KEYS[2] the scope's slot cancel flags  (set of tokens)
--- KEYS[3] the bucket's fence counter     (string, no TTL)
--- ARGV[1] the new slot's token
+-- KEYS[2] the scope's slot stop counts   (hash token -> count)
+-- KEYS[3] the scope's slot waiters       (sorted set token -> expiry ms)
+-- KEYS[4] the scope's slot runs          (hash token -> run record)
+-- KEYS[5] the bucket's fence counter     (string, no TTL)
+-- KEYS[6] the bucket's slot-orphan index (sorted set scope -> ms)
+-- ARGV[1] the waiter's token
 -- ARGV[2] slot TTL (ms)
--- ARGV[3] max slots
+-- ARGV[3] max slots (0: unbounded)
+-- ARGV[4] the scope's member in the slot-orphan index
 --
--- Atomic: dropping expired slots, counting, and taking one.
--- Reply: the slot's fence, or false when every slot is taken
+-- Atomic: dropping lapsed slots, counting, and moving the waiter to a slot —
+-- or extending its reservation. A repeat after the grant returns the grant.
+-- Reply: {'granted', fence} | {'full'} | {'gone'}
 
-return take_slot(KEYS[1], KEYS[2], KEYS[3], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
+local now, us = clock()
+local tok, ttl, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+purge_slots(KEYS[1], KEYS[2], KEYS[3], now)
+if redis.call('ZSCORE', KEYS[1], tok) then
+  return {'granted', slot_fence(KEYS[4], tok)}
+end
+if not redis.call('ZSCORE', KEYS[3], tok) or redis.call('HEXISTS', KEYS[4], tok) == 0 then
+  return {'gone'}
+end
+if max > 0 and redis.call('ZCARD', KEYS[1]) >= max then
+  redis.call('ZADD', KEYS[3], now + ttl, tok)
+  reindex_slots(KEYS[6], ARGV[4], KEYS[1], KEYS[3], KEYS[4], now)
+  return {'full'}
+end
+redis.call('ZREM', KEYS[3], tok)
+local fence = grant_slot(KEYS[1], KEYS[4], KEYS[5], tok, ttl, now, us)
+reindex_slots(KEYS[6], ARGV[4], KEYS[1], KEYS[3], KEYS[4], now)
+return {'granted', fence}

@@ -1,57 +1,75 @@
 -- admit_queue.lua: the ack path under `Queue`, in one atomic step.
 --
--- KEYS[1] dedupe mark of the event       (string, PX dedupe TTL)
--- KEYS[2] subscription of its thread     (string)
--- KEYS[3] the scope's lease              (hash {tok, cancel}, PX lease TTL)
--- KEYS[4] the bucket's fence counter     (string, no TTL)
--- KEYS[5] the bucket's orphan index      (sorted set scope -> lease expiry ms)
--- KEYS[6] the scope's queue              (list of entries, oldest first)
+-- KEYS[1]  dedupe mark of the event       (string "<rid>|<recorded>", PX dedupe TTL)
+-- KEYS[2]  subscription of its thread     (string)
+-- KEYS[3]  the scope's lease              (hash, PX lease TTL)
+-- KEYS[4]  the bucket's fence counter     (string, no TTL)
+-- KEYS[5]  the bucket's orphan index      (sorted set scope -> lease expiry ms)
+-- KEYS[6]  the scope's in-flight batch    (hash)
+-- KEYS[7]  its entries                    (list)
+-- KEYS[8]  the scope's queue              (list of entries, oldest first)
+-- KEYS[9]  the scope's pending event      (hash)
+-- KEYS[10] the scope's burst members      (list)
+-- KEYS[11] the scope's outbox             (list of reports)
+-- KEYS[12] threads with waiting work      (set)
 -- ARGV[1] gate: 'open' | 'subscribed'
 -- ARGV[2] dedupe TTL (ms)
--- ARGV[3] the new lease's token
+-- ARGV[3] the request id (the new lease's token)
 -- ARGV[4] lease TTL (ms)
 -- ARGV[5] the scope's member in the orphan index
--- ARGV[6] max_size
--- ARGV[7] on_full: 'drop-oldest' | 'drop-newest'
--- ARGV[8] entry TTL (ms)
--- ARGV[9] the event (serialized)
+-- ARGV[6] the event's thread
+-- ARGV[7] the event ("<ref>\n<JSON>")
+-- ARGV[8] max_size
+-- ARGV[9] on_full: 'drop-oldest' | 'drop-newest'
+-- ARGV[10] entry TTL (ms)
 --
 -- Atomic: dedupe check and mark, the gate, and the queue decision: grant the
--- lease (taking over entries a dead holder left), or append with eviction.
--- Reply: {'duplicate'|'not-subscribed', subscribed}
---        {'run', subscribed, fence}
---        {'hold', subscribed, fence, now, false}
---        {'queued', subscribed, depth, now, evicted entry | false}
+-- lease with the event in flight, or — when work outlived its holder — queue
+-- it behind that work; or append with eviction (the evicted entry's report
+-- goes to the outbox).
+-- Reply: {'duplicate'|'not-subscribed'|'stored', subscribed}
+--        {'run'|'hold', subscribed, fence}
+--        {'queued', subscribed, depth}
 --        {'dropped', subscribed, 'queue-full'}
 
-local stop, subscribed = gate(KEYS[1], KEYS[2], ARGV[1])
+local stop, subscribed = gate(KEYS[1], KEYS[2], KEYS[12], ARGV[6], ARGV[1], ARGV[3])
 if stop then
+  if stop[1] == 'replay' then
+    return replay(stop[3], ARGV[3], subscribed, KEYS[3], KEYS[8])
+  end
   return stop
 end
 local now, us = clock()
-local entry = int(now) .. '|' .. int(now + tonumber(ARGV[8])) .. '|' .. ARGV[9]
-mark(KEYS[1], ARGV[2])
+local entry = int(now) .. '|' .. int(now + tonumber(ARGV[10])) .. '|' .. ARGV[7]
 
 if redis.call('EXISTS', KEYS[3]) == 0 then
+  local left = has_work(KEYS[8], KEYS[9], KEYS[10], KEYS[6], KEYS[11])
   local fence = grant(KEYS[3], KEYS[4], ARGV[3], ARGV[4], us)
-  if redis.call('LLEN', KEYS[6]) == 0 then
+  if not left then
+    mark(KEYS[1], ARGV[2], ARGV[3], 'run')
+    run_first(KEYS[6], KEYS[7], ARGV[3], entry, now)
+    reindex(KEYS[5], ARGV[5], KEYS[3], true, now)
     return {'run', subscribed, fence}
   end
-  -- Entries outlived their holder: the new holder drains them with this one.
-  redis.call('RPUSH', KEYS[6], entry)
+  -- Work outlived its holder: the new holder drains it, then this event.
+  mark(KEYS[1], ARGV[2], ARGV[3], 'hold')
+  redis.call('RPUSH', KEYS[8], entry)
+  redis.call('SADD', KEYS[12], ARGV[6])
   reindex(KEYS[5], ARGV[5], KEYS[3], true, now)
-  return {'hold', subscribed, fence, now, false}
+  return {'hold', subscribed, fence}
 end
 
-local max = tonumber(ARGV[6])
-if ARGV[7] == 'drop-newest' and redis.call('LLEN', KEYS[6]) >= max then
+local max = tonumber(ARGV[8])
+if ARGV[9] == 'drop-newest' and redis.call('LLEN', KEYS[8]) >= max then
+  mark(KEYS[1], ARGV[2], ARGV[3], 'dropped-full')
   return {'dropped', subscribed, 'queue-full'}
 end
-local depth = redis.call('RPUSH', KEYS[6], entry)
-local evicted = false
+mark(KEYS[1], ARGV[2], ARGV[3], 'queued')
+local depth = redis.call('RPUSH', KEYS[8], entry)
+redis.call('SADD', KEYS[12], ARGV[6])
 if depth > max then
-  evicted = redis.call('LPOP', KEYS[6])
+  redis.call('RPUSH', KEYS[11], report('e', redis.call('LPOP', KEYS[8])))
   depth = depth - 1
 end
 reindex(KEYS[5], ARGV[5], KEYS[3], true, now)
-return {'queued', subscribed, depth, now, evicted}
+return {'queued', subscribed, depth}

@@ -7,10 +7,21 @@
 -- Conventions shared by the scripts:
 --   * Time is the server's (TIME), in milliseconds since the Unix epoch.
 --     Lease and slot expiry is Redis's own (PEXPIRE, sorted-set scores).
---   * A waiting entry is one string: "<admitted ms>|<expires ms or empty>|<event>".
---     Scripts return entries as stored, together with `now`, and the client
---     reads the two times from that prefix.
---   * The lease is a hash {tok, cancel} with a PX expiry: expired == absent.
+--   * An event arrives as "<ref>\n<event JSON>", where <ref> is
+--     "<event id>|<thread>" (escaped by the client: no '|' or newline inside).
+--     A stored entry is "<admitted ms>|<expires ms or empty>|<ref>\n<JSON>".
+--   * A report (an outcome an admit decided for another event) is
+--     "R<fate>|<ref>": fate 'e' evicted, 's' superseded.
+--   * The lease is a hash {tok, f = fence, s = the batch the holder holds,
+--     c = stop requests since that batch} with a PX expiry: expired == absent.
+--   * The in-flight batch is a hash {o = owner token, s = its seq, a = attempt,
+--     l = lapses, h = handed back (1) or not, t = handed out at ms} and a list of
+--     its entries and reports. It has no TTL: it stays until its holder
+--     acknowledges it, or the next holder adopts it.
+--   * A dedupe mark is "<request id>|<what the admit recorded>", so a repeat of
+--     the same request replays its decision instead of answering duplicate.
+--   * `acked` is a sorted set "<token>:<seq>" -> ms until which a repeated
+--     acknowledgement is answered 'released'.
 
 -- The server's clock: (milliseconds, microseconds) since the Unix epoch.
 local function clock()
@@ -34,11 +45,12 @@ local function next_fence(fence_key, us)
   return f
 end
 
--- Grants the scope's exclusive lease to `token` for `ttl` ms; returns its fence.
+-- Grants the scope's exclusive lease to `token` for `ttl` ms at batch 0;
+-- returns its fence.
 local function grant(lease, fence_key, token, ttl, us)
   local f = next_fence(fence_key, us)
   redis.call('DEL', lease)
-  redis.call('HSET', lease, 'tok', token, 'cancel', '0')
+  redis.call('HSET', lease, 'tok', token, 'f', f, 's', '0', 'c', '0')
   redis.call('PEXPIRE', lease, ttl)
   return f
 end
@@ -48,11 +60,21 @@ local function owns(lease, token)
   return redis.call('HGET', lease, 'tok') == token
 end
 
--- Keeps the scope in its bucket's orphan index while entries wait on it,
+-- Whether work that needs a holder is on the scope: waiting entries, an
+-- in-flight batch, or reports.
+local function has_work(queue, pending, burst, run, outbox)
+  return redis.call('EXISTS', queue, pending, burst, run, outbox) > 0
+end
+
+local function has_waiting(queue, pending, burst)
+  return redis.call('EXISTS', queue, pending, burst) > 0
+end
+
+-- Keeps the scope in its bucket's orphan index while work needs a holder,
 -- scored with the time its lease lapses (now when nobody holds it), so a sweep
 -- reads only scopes whose holder may be gone. Out of the index otherwise.
-local function reindex(index, member, lease, waiting, now)
-  if not waiting then
+local function reindex(index, member, lease, working, now)
+  if not working then
     redis.call('ZREM', index, member)
     return
   end
@@ -64,58 +86,101 @@ local function reindex(index, member, lease, waiting, now)
 end
 
 -- Admission steps 2 and 3: the dedupe mark and the subscription gate. Returns a
--- finished reply when the event stops here, else nil and the subscription bit.
-local function gate(mark, subscription, gate_mode)
+-- finished reply when the event stops here ({'replay', subscribed, recorded}
+-- for a repeat of the same request), else nil; and the subscription bit.
+local function gate(mark_key, subscription, waiting_threads, thread, gate_mode, rid)
   local subscribed = redis.call('EXISTS', subscription)
-  if redis.call('EXISTS', mark) == 1 then
+  local m = redis.call('GET', mark_key)
+  if m then
+    local by, recorded = string.match(m, '^([^|]*)|(.*)$')
+    if by == rid then
+      return {'replay', subscribed, recorded}, subscribed
+    end
     return {'duplicate', subscribed}, subscribed
   end
-  if gate_mode == 'subscribed' and subscribed == 0 then
+  if gate_mode == 'subscribed' and subscribed == 0
+    and redis.call('SISMEMBER', waiting_threads, thread) == 0 then
     return {'not-subscribed', subscribed}, subscribed
   end
   return nil, subscribed
 end
 
-local function mark(key, ttl)
-  redis.call('SET', key, '1', 'PX', ttl)
+local function mark(key, ttl, rid, recorded)
+  redis.call('SET', key, rid .. '|' .. recorded, 'PX', ttl)
 end
 
--- Slots: a sorted set token -> expiry (ms). The set and its cancel flags live
--- as long as the longest slot.
-local function slots_keep_alive(slots, cancels, now)
-  local top = redis.call('ZRANGE', slots, -1, -1, 'WITHSCORES')
-  if top[2] == nil then
-    redis.call('DEL', slots, cancels)
-    return
+-- The answer to a repeat of an admission on an exclusive scope.
+local function replay(recorded, rid, subscribed, lease, depth_key)
+  if recorded == 'run' or recorded == 'hold' then
+    local l = redis.call('HMGET', lease, 'tok', 'f', 's')
+    if l[1] == rid and l[3] == '0' then
+      return {recorded, subscribed, l[2]}
+    end
+    return {'stored', subscribed}
   end
-  local ttl = math.max(tonumber(top[2]) - now, 1)
-  redis.call('PEXPIRE', slots, ttl)
-  if redis.call('EXISTS', cancels) == 1 then
-    redis.call('PEXPIRE', cancels, ttl)
+  if recorded == 'queued' then
+    return {'queued', subscribed, redis.call('LLEN', depth_key)}
+  end
+  if recorded == 'pending' then
+    return {'pending', subscribed, 0}
+  end
+  if recorded == 'dropped-busy' then
+    return {'dropped', subscribed, 'busy'}
+  end
+  if recorded == 'dropped-full' then
+    return {'dropped', subscribed, 'queue-full'}
+  end
+  return {'stored', subscribed}
+end
+
+-- The report of a stored entry.
+local function report(fate, entry)
+  local ref = string.match(entry, '^[^|]*|[^|]*|([^\n]*)\n') or '|'
+  return 'R' .. fate .. '|' .. ref
+end
+
+-- RPUSH of many values, in chunks that stay below Lua's unpack limit.
+local function push_all(key, values)
+  for i = 1, #values, 1000 do
+    redis.call('RPUSH', key, unpack(values, i, math.min(i + 999, #values)))
   end
 end
 
--- Takes one of `max` slots for `token`; returns its fence, or false when full.
-local function take_slot(slots, cancels, fence_key, token, ttl, max)
-  local now, us = clock()
-  redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
-  if redis.call('ZCARD', slots) >= max then
-    return false
-  end
-  local f = next_fence(fence_key, us)
-  redis.call('ZADD', slots, now + ttl, token)
-  slots_keep_alive(slots, cancels, now)
-  return f
+-- Stores the event a 'run' admission grants, in flight as batch 0 of `token`.
+local function run_first(run, items, token, entry, now)
+  redis.call('DEL', run, items)
+  redis.call('HSET', run, 'o', token, 's', '0', 'a', '1', 'l', '0', 'h', '0', 't', int(now))
+  redis.call('RPUSH', items, entry)
+end
+
+-- The in-flight batch, as handed to its holder:
+-- {'run', seq, attempt, lapses, handed-out ms, items}.
+local function handed(run, items)
+  local r = redis.call('HMGET', run, 's', 'a', 'l', 't')
+  return {'run', r[1], r[2], r[3], r[4], redis.call('LRANGE', items, 0, -1)}
+end
+
+-- An acknowledged batch: a repeat of the acknowledgement answers 'released'
+-- for two TTLs.
+local function remember_ack(acked, token, seq, ttl, now)
+  redis.call('ZREMRANGEBYSCORE', acked, '-inf', now)
+  redis.call('ZADD', acked, now + 2 * ttl, token .. ':' .. seq)
+  redis.call('PEXPIRE', acked, 2 * ttl)
+end
+
+local function was_acked(acked, token, seq, now)
+  local until_ms = redis.call('ZSCORE', acked, token .. ':' .. seq)
+  return until_ms and tonumber(until_ms) > now
 end
 
 -- What is ready for the holder, in the memory backend's order: every queued
 -- entry; the pending debounce event once quiet; the oldest sealed burst batch.
--- Returns {'run', now, entries} or {'wait', ms}, or nil when nothing waits.
+-- Returns {'run', entries} or {'wait', ms}, or nil when nothing waits.
 local function next_ready(queue, pending, burst, meta, now)
   if redis.call('EXISTS', queue) == 1 then
     local entries = redis.call('LRANGE', queue, 0, -1)
     redis.call('DEL', queue)
-    return {'run', now, entries}
+    return {'run', entries}
   end
   local p = redis.call('HMGET', pending, 'e', 'ready')
   if p[1] then
@@ -124,7 +189,7 @@ local function next_ready(queue, pending, burst, meta, now)
       return {'wait', ready - now}
     end
     redis.call('DEL', pending)
-    return {'run', now, {p[1]}}
+    return {'run', {p[1]}}
   end
   if redis.call('EXISTS', burst) == 0 then
     redis.call('DEL', meta)
@@ -143,11 +208,66 @@ local function next_ready(queue, pending, burst, meta, now)
   else
     redis.call('DEL', meta)
   end
-  return {'run', now, entries}
+  return {'run', entries}
 end
 
-local function has_waiting(queue, pending, burst)
-  return redis.call('EXISTS', queue, pending, burst) > 0
+-- Slots. `slots` and `slot_waiters` are sorted sets token -> expiry ms (running,
+-- and waiting for a slot); `slot_runs` holds each token's event as
+-- "<attempt>|<lapses>|<handed back 0/1>|<fence or 0>|<entry>" until its run is
+-- acknowledged; `slot_cancels` counts stop requests per running token.
+
+-- Drops lapsed slots and reservations (their runs stay, for recovery).
+local function purge_slots(slots, cancels, waiters, now)
+  local gone = redis.call('ZRANGEBYSCORE', slots, '-inf', now)
+  if #gone > 0 then
+    redis.call('ZREM', slots, unpack(gone))
+    redis.call('HDEL', cancels, unpack(gone))
+  end
+  redis.call('ZREMRANGEBYSCORE', waiters, '-inf', now)
+end
+
+-- Keeps the scope in its bucket's slot-orphan index while it has runs, scored
+-- with the earliest time one of them may lose its holder (now for a run that
+-- has neither a slot nor a reservation).
+local function reindex_slots(index, member, slots, waiters, runs, now)
+  local n = redis.call('HLEN', runs)
+  if n == 0 then
+    redis.call('ZREM', index, member)
+    return
+  end
+  local held = redis.call('ZCARD', slots) + redis.call('ZCARD', waiters)
+  local score = now
+  if n <= held then
+    score = math.huge
+    for _, key in ipairs({slots, waiters}) do
+      local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+      if first[2] then
+        score = math.min(score, tonumber(first[2]))
+      end
+    end
+  end
+  redis.call('ZADD', index, score, member)
+end
+
+-- The fence of a token's slot, from its run record.
+local function slot_fence(runs, token)
+  local v = redis.call('HGET', runs, token)
+  if not v then
+    return '0'
+  end
+  return string.match(v, '^[^|]*|[^|]*|[^|]*|([^|]*)|') or '0'
+end
+
+-- Grants a slot to `token` (whose run is stored); returns its fence.
+local function grant_slot(slots, runs, fence_key, token, ttl, now, us)
+  local f = next_fence(fence_key, us)
+  redis.call('ZADD', slots, now + ttl, token)
+  local v = redis.call('HGET', runs, token)
+  if v then
+    local a, l, h, rest = string.match(v, '^([^|]*)|([^|]*)|([^|]*)|[^|]*|(.*)$')
+    redis.call('HSET', runs, token, a .. '|' .. l .. '|' .. h .. '|' .. f .. '|' .. rest)
+  end
+  return f
 end
 
 -- ---------------------------------------------------------------------------

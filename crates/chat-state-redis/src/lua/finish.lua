@@ -1,33 +1,107 @@
--- finish.lua: release-or-handoff for the holder of a scope's exclusive lease,
--- in one atomic step.
+-- finish.lua: the holder of a scope's exclusive lease acknowledges its batch
+-- and gets the next one (release-or-handoff), in one atomic step.
 --
--- KEYS[1] the scope's lease              (hash {tok, cancel}, PX lease TTL)
--- KEYS[2] the bucket's orphan index      (sorted set scope -> lease expiry ms)
--- KEYS[3] the scope's queue              (list)
--- KEYS[4] the scope's pending event      (hash {e, ready})
--- KEYS[5] the scope's burst members      (list)
--- KEYS[6] the scope's burst batches      (hash)
+-- KEYS[1]  the scope's lease              (hash, PX lease TTL)
+-- KEYS[2]  the bucket's orphan index      (sorted set scope -> lease expiry ms)
+-- KEYS[3]  the scope's in-flight batch    (hash)
+-- KEYS[4]  its entries                    (list)
+-- KEYS[5]  the scope's queue              (list)
+-- KEYS[6]  the scope's pending event      (hash {e, ready})
+-- KEYS[7]  the scope's burst members      (list)
+-- KEYS[8]  the scope's burst batches      (hash)
+-- KEYS[9]  the scope's outbox             (list of reports)
+-- KEYS[10] acknowledged batches           (sorted set "<token>:<seq>" -> ms)
+-- KEYS[11] threads with waiting work      (set)
 -- ARGV[1] the holder's token
--- ARGV[2] lease TTL (ms)
--- ARGV[3] the scope's member in the orphan index
+-- ARGV[2] the batch it acknowledges (its lease's seq)
+-- ARGV[3] lease TTL (ms)
+-- ARGV[4] the scope's member in the orphan index
 --
--- Atomic: the token check, clearing a stop request, extending the lease, and
--- then either handing over what is ready (the lease is kept) or deleting the
--- lease when nothing waits. As two steps, an entry admitted in between would
--- be stranded.
--- Reply: {'lost'} | {'released'} | {'wait', ms} | {'run', now, entries}
+-- Atomic: the token and seq check, the acknowledgement, extending the lease,
+-- and then handing over the next batch — an in-flight batch another holder
+-- left (adopted: attempt + 1), or what is ready plus the outbox, moved in
+-- flight as batch seq + 1 — or deleting the lease when nothing is left. As
+-- two steps, an entry admitted in between would be stranded. A repeat of a
+-- call that handed a batch over hands the same batch again; a lapsed holder's
+-- call acknowledges its own batch if nobody adopted it.
+-- Reply: {'lost'} | {'released'} | {'wait', ms}
+--        {'run', seq, attempt, lapses, handed-out ms, items}
 
-if not owns(KEYS[1], ARGV[1]) then
+local lease, index, run, items = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local queue, pending, burst, meta, outbox = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local acked, threads = KEYS[10], KEYS[11]
+local tok, seq, ttl, member = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local now = clock()
+local r = redis.call('HMGET', run, 'o', 's')
+local own = r[1] == tok and tonumber(r[2]) == seq
+local l = redis.call('HMGET', lease, 'tok', 's')
+
+if l[1] ~= tok then
+  if own then
+    redis.call('DEL', run, items)
+    remember_ack(acked, tok, seq, ttl, now)
+    reindex(index, member, lease, has_work(queue, pending, burst, run, outbox), now)
+    return {'released'}
+  end
+  if was_acked(acked, tok, seq, now) then
+    return {'released'}
+  end
   return {'lost'}
 end
-local now = clock()
-redis.call('HSET', KEYS[1], 'cancel', '0')
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-local ready = next_ready(KEYS[3], KEYS[4], KEYS[5], KEYS[6], now)
-if not ready then
-  redis.call('DEL', KEYS[1])
-  reindex(KEYS[2], ARGV[3], KEYS[1], false, now)
+local held = tonumber(l[2])
+if held == seq + 1 then
+  if r[1] == tok and tonumber(r[2]) == seq + 1 then
+    return handed(run, items)
+  end
+  return {'lost'}
+end
+if held ~= seq then
+  return {'lost'}
+end
+
+redis.call('PEXPIRE', lease, ttl)
+if own then
+  redis.call('DEL', run, items)
+end
+remember_ack(acked, tok, seq, ttl, now)
+local next_seq = int(seq + 1)
+
+if redis.call('EXISTS', run) == 1 then
+  -- Left by a holder that is gone: it runs again, first.
+  if redis.call('HGET', run, 'h') ~= '1' then
+    redis.call('HINCRBY', run, 'l', 1)
+  end
+  redis.call('HINCRBY', run, 'a', 1)
+  redis.call('HSET', run, 'o', tok, 's', next_seq, 'h', '0')
+  redis.call('HSET', lease, 's', next_seq, 'c', '0')
+  reindex(index, member, lease, true, now)
+  return handed(run, items)
+end
+
+local ready = next_ready(queue, pending, burst, meta, now)
+if not has_waiting(queue, pending, burst) then
+  redis.call('DEL', threads)
+end
+local reports = redis.call('EXISTS', outbox) == 1
+-- Reports go out with the next batch; alone only before a release.
+if ready and ready[1] == 'wait' then
+  reindex(index, member, lease, true, now)
+  return ready
+end
+if not ready and not reports then
+  redis.call('DEL', lease)
+  reindex(index, member, lease, false, now)
   return {'released'}
 end
-reindex(KEYS[2], ARGV[3], KEYS[1], has_waiting(KEYS[3], KEYS[4], KEYS[5]), now)
-return ready
+
+redis.call('DEL', run, items)
+if reports then
+  redis.call('RENAME', outbox, items)
+end
+if ready and ready[1] == 'run' then
+  push_all(items, ready[2])
+end
+redis.call('HSET', run, 'o', tok, 's', next_seq, 'a', '1', 'l', '0', 'h', '0', 't', int(now))
+redis.call('HSET', lease, 's', next_seq, 'c', '0')
+reindex(index, member, lease, true, now)
+return handed(run, items)

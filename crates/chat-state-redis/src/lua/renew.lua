@@ -1,14 +1,14 @@
 -- renew.lua: extends a scope's exclusive lease if the token still owns it.
 --
--- KEYS[1] the scope's lease              (hash {tok, cancel}, PX lease TTL)
+-- KEYS[1] the scope's lease              (hash, PX lease TTL)
 -- KEYS[2] the bucket's orphan index      (sorted set scope -> lease expiry ms)
 -- ARGV[1] the holder's token
 -- ARGV[2] lease TTL (ms)
 -- ARGV[3] the scope's member in the orphan index
 --
--- Atomic: the token check and the new expiry (in the index too, when entries
--- wait on the scope). An expired lease is absent, so it is never resurrected.
--- Reply: {'lost'} | {'renewed', cancel requested 0|1}
+-- Atomic: the token check and the new expiry (in the index too, when work is
+-- on the scope). An expired lease is absent, so it is never resurrected.
+-- Reply: {'lost'} | {'renewed', stop requests since the batch was handed out}
 
 if not owns(KEYS[1], ARGV[1]) then
   return {'lost'}
@@ -17,8 +17,4 @@ local now = clock()
 local ttl = tonumber(ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('ZADD', KEYS[2], 'XX', now + ttl, ARGV[3])
-local cancel = 0
-if redis.call('HGET', KEYS[1], 'cancel') == '1' then
-  cancel = 1
-end
-return {'renewed', cancel}
+return {'renewed', tonumber(redis.call('HGET', KEYS[1], 'c') or '0')}

@@ -18,7 +18,7 @@ fn burst(h: &Harness, window: u32, max_batch: Option<usize>, max_waiting: usize)
 pub async fn burst_window_collects_one_batch(h: Harness) {
     let t = h.thread("1");
     let c = burst(&h, 2, None, 10);
-    let lease = expect_hold(&h.admit(&t, "a", c).await);
+    let mut lease = expect_hold(&h.admit(&t, "a", c).await);
     assert!(matches!(
         h.admit(&t, "b", c).await.decision,
         Decision::Queued { depth: 2, .. }
@@ -27,47 +27,53 @@ pub async fn burst_window_collects_one_batch(h: Harness) {
         h.admit(&t, "c", c).await.decision,
         Decision::Queued { depth: 3, .. }
     ));
-    expect_wait(h.finish(&lease).await);
+    expect_wait(h.finish(&mut lease).await);
     h.advance(h.t(2)).await;
     assert_eq!(
-        ids(&expect_handoff_run(h.finish(&lease).await)),
+        ids(&expect_handoff_run(h.finish(&mut lease).await)),
         ["a", "b", "c"]
     );
-    assert!(matches!(h.finish(&lease).await, Handoff::Released));
+    assert!(matches!(h.finish(&mut lease).await, Handoff::Released));
 }
 
 /// Later arrivals never extend the window: it ends a fixed time after it opened.
 pub async fn burst_window_is_not_extended_by_later_arrivals(h: Harness) {
     let t = h.thread("1");
     let c = burst(&h, 2, None, 10);
-    let lease = expect_hold(&h.admit(&t, "a", c).await);
+    let mut lease = expect_hold(&h.admit(&t, "a", c).await);
     h.advance(h.t(1)).await;
     h.admit(&t, "b", c).await;
-    let wait = expect_wait(h.finish(&lease).await);
+    let wait = expect_wait(h.finish(&mut lease).await);
     assert!(wait <= h.t(1), "window extended: wait {wait:?}");
     h.advance(h.t(1)).await;
-    assert_eq!(ids(&expect_handoff_run(h.finish(&lease).await)), ["a", "b"]);
+    assert_eq!(
+        ids(&expect_handoff_run(h.finish(&mut lease).await)),
+        ["a", "b"]
+    );
 }
 
 /// `max_batch` seals a batch early; the next arrival opens a new window.
 pub async fn burst_max_batch_seals_early(h: Harness) {
     let t = h.thread("1");
     let c = burst(&h, 2, Some(2), 10);
-    let lease = expect_hold(&h.admit(&t, "a", c).await);
+    let mut lease = expect_hold(&h.admit(&t, "a", c).await);
     h.admit(&t, "b", c).await;
     h.admit(&t, "c", c).await;
     // Sealed at two members: ready before its window ends.
-    assert_eq!(ids(&expect_handoff_run(h.finish(&lease).await)), ["a", "b"]);
-    expect_wait(h.finish(&lease).await);
+    assert_eq!(
+        ids(&expect_handoff_run(h.finish(&mut lease).await)),
+        ["a", "b"]
+    );
+    expect_wait(h.finish(&mut lease).await);
     h.advance(h.t(2)).await;
-    assert_eq!(ids(&expect_handoff_run(h.finish(&lease).await)), ["c"]);
+    assert_eq!(ids(&expect_handoff_run(h.finish(&mut lease).await)), ["c"]);
 }
 
 /// Batches are handed over in the order they sealed.
 pub async fn burst_batches_run_in_seal_order(h: Harness) {
     let t = h.thread("1");
     let c = burst(&h, 1, None, 10);
-    let lease = expect_hold(&h.admit(&t, "a", c).await);
+    let mut lease = expect_hold(&h.admit(&t, "a", c).await);
     h.advance(h.t(1)).await;
     h.admit(&t, "b", c).await;
     h.admit(&t, "c", c).await;
@@ -75,10 +81,13 @@ pub async fn burst_batches_run_in_seal_order(h: Harness) {
     h.renew(&lease).await;
     h.admit(&t, "d", c).await;
     h.advance(h.t(1)).await;
-    assert_eq!(ids(&expect_handoff_run(h.finish(&lease).await)), ["a"]);
-    assert_eq!(ids(&expect_handoff_run(h.finish(&lease).await)), ["b", "c"]);
-    assert_eq!(ids(&expect_handoff_run(h.finish(&lease).await)), ["d"]);
-    assert!(matches!(h.finish(&lease).await, Handoff::Released));
+    assert_eq!(ids(&expect_handoff_run(h.finish(&mut lease).await)), ["a"]);
+    assert_eq!(
+        ids(&expect_handoff_run(h.finish(&mut lease).await)),
+        ["b", "c"]
+    );
+    assert_eq!(ids(&expect_handoff_run(h.finish(&mut lease).await)), ["d"]);
+    assert!(matches!(h.finish(&mut lease).await, Handoff::Released));
 }
 
 /// At `max_waiting` the delivery is refused before the ack and left unmarked, so
@@ -86,11 +95,14 @@ pub async fn burst_batches_run_in_seal_order(h: Harness) {
 pub async fn burst_full_refuses_before_the_ack_and_leaves_the_key_unmarked(h: Harness) {
     let t = h.thread("1");
     let c = burst(&h, 1, None, 2);
-    let lease = expect_hold(&h.admit(&t, "a", c).await);
+    let mut lease = expect_hold(&h.admit(&t, "a", c).await);
     h.admit(&t, "b", c).await;
     assert!(matches!(h.admit(&t, "c", c).await.decision, Decision::Full));
     h.advance(h.t(1)).await;
-    assert_eq!(ids(&expect_handoff_run(h.finish(&lease).await)), ["a", "b"]);
+    assert_eq!(
+        ids(&expect_handoff_run(h.finish(&mut lease).await)),
+        ["a", "b"]
+    );
     assert!(matches!(
         h.admit(&t, "c", c).await.decision,
         Decision::Queued { depth: 1, .. }

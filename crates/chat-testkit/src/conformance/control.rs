@@ -1,7 +1,8 @@
 //! Stop requests and recovery of orphaned scopes.
 
 use chat_core::{
-    CancelOutcome, CancelRequest, Concurrency, DebounceOptions, Handoff, Renewal, StateBackend,
+    CancelOutcome, CancelRequest, Concurrency, DebounceOptions, Handoff, Lease, Recovered, Release,
+    Renewal, ScopeKey, StateBackend,
 };
 
 use crate::harness::{Harness, expect_handoff_run, expect_hold, expect_run, ids, ok};
@@ -18,38 +19,60 @@ pub async fn cancel_request_reaches_the_holder_at_renewal(h: Harness) {
     let lease = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
     assert!(matches!(
         h.renew(&lease).await,
-        Renewal::Renewed {
-            cancel_requested: false
-        }
+        Renewal::Renewed { cancel_requests: 0 }
     ));
-    assert_eq!(cancel(&h, &t, "stop").await, CancelOutcome::Recorded);
+    assert_eq!(
+        cancel(&h, &t, "stop").await,
+        CancelOutcome::Recorded { count: 1 }
+    );
     assert!(matches!(
         h.renew(&lease).await,
-        Renewal::Renewed {
-            cancel_requested: true
-        }
+        Renewal::Renewed { cancel_requests: 1 }
+    ));
+    // Each stop request counts, so a holder acts on each once.
+    assert_eq!(
+        cancel(&h, &t, "stop2").await,
+        CancelOutcome::Recorded { count: 2 }
+    );
+    assert!(matches!(
+        h.renew(&lease).await,
+        Renewal::Renewed { cancel_requests: 2 }
     ));
 }
 
 /// A stop request is deduplicated, and with no holder there is nothing to stop.
+/// A repeat of the same request (its reply was lost) is recorded once.
 pub async fn cancel_request_is_deduplicated_and_needs_a_holder(h: Harness) {
     let t = h.thread("1");
     assert_eq!(cancel(&h, &t, "stop").await, CancelOutcome::NoHolder);
     assert_eq!(cancel(&h, &t, "stop").await, CancelOutcome::Duplicate);
-}
-
-/// `finish` clears the request: the next turn under the same lease runs.
-pub async fn cancel_request_is_cleared_by_finish(h: Harness) {
-    let t = h.thread("1");
     let lease = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
-    h.admit(&t, "b", Concurrency::queue()).await;
-    cancel(&h, &t, "stop").await;
-    expect_handoff_run(h.finish(&lease).await);
+    let e = h.event(&t, "stop2");
+    let req = CancelRequest::new(&e, t.thread_scope()).dedupe_ttl(h.dedupe_ttl());
+    let first = ok(
+        "request_cancel",
+        h.backend().request_cancel(req.clone()).await,
+    );
+    let again = ok("request_cancel", h.backend().request_cancel(req).await);
+    assert_eq!(first, CancelOutcome::Recorded { count: 1 });
+    assert_eq!(again, CancelOutcome::Recorded { count: 1 });
     assert!(matches!(
         h.renew(&lease).await,
-        Renewal::Renewed {
-            cancel_requested: false
-        }
+        Renewal::Renewed { cancel_requests: 1 }
+    ));
+}
+
+/// Handing out a batch clears the requests: the next turn under the same lease
+/// runs.
+pub async fn cancel_request_is_cleared_by_finish(h: Harness) {
+    let t = h.thread("1");
+    let mut lease = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
+    h.admit(&t, "b", Concurrency::queue()).await;
+    cancel(&h, &t, "stop").await;
+    expect_handoff_run(h.finish(&mut lease).await);
+    assert!(matches!(
+        h.renew(&lease).await,
+        Renewal::Renewed { cancel_requests: 0 }
     ));
 }
 
@@ -59,20 +82,19 @@ pub async fn sweep_claims_an_orphaned_queue(h: Harness) {
     let dead = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
     h.admit(&t, "b", Concurrency::queue()).await;
     h.advance(h.lease_ttl() + h.t(1)).await;
-    let leases = ok("sweep", h.backend().sweep(h.lease_ttl(), 1000).await);
-    let mine: Vec<_> = leases
-        .iter()
-        .filter(|l| l.scope() == dead.scope())
-        .collect();
+    let mut mine = recovered_scopes(&h, dead.scope()).await;
     assert_eq!(
         mine.len(),
         1,
         "sweep found {} leases on the scope",
         mine.len()
     );
-    assert!(mine[0].fence() > dead.fence());
-    assert_eq!(ids(&expect_handoff_run(h.finish(mine[0]).await)), ["b"]);
-    assert!(matches!(h.finish(mine[0]).await, Handoff::Released));
+    let lease = &mut mine[0];
+    assert!(lease.fence() > dead.fence());
+    // The dead holder's own run first, then what waited.
+    assert_eq!(ids(&expect_handoff_run(h.finish(lease).await)), ["a"]);
+    assert_eq!(ids(&expect_handoff_run(h.finish(lease).await)), ["b"]);
+    assert!(matches!(h.finish(lease).await, Handoff::Released));
 }
 
 /// A sweep leaves held scopes and scopes with nothing waiting alone.
@@ -81,12 +103,12 @@ pub async fn sweep_ignores_held_and_idle_scopes(h: Harness) {
     let idle = h.thread("2");
     let lease = expect_run(&h.admit(&held, "a", Concurrency::queue()).await);
     h.admit(&held, "b", Concurrency::queue()).await;
-    let l2 = expect_run(&h.admit(&idle, "c", Concurrency::queue()).await);
-    h.finish(&l2).await;
+    let mut l2 = expect_run(&h.admit(&idle, "c", Concurrency::queue()).await);
+    h.finish(&mut l2).await;
     let leases = ok("sweep", h.backend().sweep(h.lease_ttl(), 1000).await);
     let tenant = h.tenant();
     assert!(
-        leases.iter().all(|l| l.scope().tenant.as_str() != tenant),
+        leases.iter().all(|r| recovered_tenant(r) != tenant),
         "sweep claimed a scope of this case: {leases:?}"
     );
     assert!(matches!(h.renew(&lease).await, Renewal::Renewed { .. }));
@@ -98,12 +120,11 @@ pub async fn sweep_claims_an_orphaned_debounce_pending(h: Harness) {
     let c = Concurrency::Debounce(DebounceOptions::default().interval(h.t(1)));
     let dead = expect_hold(&h.admit(&t, "a", c).await);
     h.advance(h.lease_ttl() + h.t(1)).await;
-    let leases = ok("sweep", h.backend().sweep(h.lease_ttl(), 1000).await);
-    let lease = leases
-        .into_iter()
-        .find(|l| l.scope() == dead.scope())
+    let mut lease = recovered_scopes(&h, dead.scope())
+        .await
+        .pop()
         .unwrap_or_else(|| panic!("the orphaned pending event was not claimed"));
-    assert_eq!(ids(&expect_handoff_run(h.finish(&lease).await)), ["a"]);
+    assert_eq!(ids(&expect_handoff_run(h.finish(&mut lease).await)), ["a"]);
 }
 
 /// The backend answers its health check.
@@ -164,23 +185,50 @@ pub async fn kv_set_if_absent(h: Harness) {
     assert!(ok("set", b.kv_set(&key, "third".into(), None, nx).await));
 }
 
-/// `release` gives the lease up and leaves waiting entries for the next holder.
+/// `release` gives the lease up, acknowledges the finished batch, and leaves
+/// waiting entries for the next holder.
 pub async fn release_leaves_waiting_entries_for_the_next_holder(h: Harness) {
     let t = h.thread("1");
     let lease = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
     h.admit(&t, "b", Concurrency::queue()).await;
-    assert!(ok("release", h.backend().release(&lease).await));
+    assert!(h.release(&lease, Release::Done).await);
     assert!(matches!(h.renew(&lease).await, Renewal::Lost));
-    let next = expect_hold(&h.admit(&t, "c", Concurrency::queue()).await);
-    assert_eq!(ids(&expect_handoff_run(h.finish(&next).await)), ["b", "c"]);
+    let mut next = expect_hold(&h.admit(&t, "c", Concurrency::queue()).await);
+    assert_eq!(
+        ids(&expect_handoff_run(h.finish(&mut next).await)),
+        ["b", "c"]
+    );
 }
 
 /// `release` with a stale token changes nothing.
 pub async fn release_with_a_stale_token_changes_nothing(h: Harness) {
     let t = h.thread("1");
-    let old = expect_run(&h.admit(&t, "a", Concurrency::Drop).await);
+    let old = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
     h.advance(h.lease_ttl() + h.t(1)).await;
-    let new = expect_run(&h.admit(&t, "b", Concurrency::Drop).await);
-    assert!(!ok("release", h.backend().release(&old).await));
+    let mut new = expect_hold(&h.admit(&t, "b", Concurrency::queue()).await);
+    // The new holder adopts a; the old one can hand back nothing any more.
+    assert_eq!(ids(&expect_handoff_run(h.finish(&mut new).await)), ["a"]);
+    assert!(!h.release(&old, Release::HandBack).await);
+    assert!(!h.release(&old, Release::Done).await);
     assert!(matches!(h.renew(&new).await, Renewal::Renewed { .. }));
+    assert_eq!(ids(&expect_handoff_run(h.finish(&mut new).await)), ["b"]);
+}
+
+/// The scopes a sweep recovered on `scope`.
+pub(crate) async fn recovered_scopes(h: &Harness, scope: &ScopeKey) -> Vec<Lease> {
+    ok("sweep", h.backend().sweep(h.lease_ttl(), 1000).await)
+        .into_iter()
+        .filter_map(|r| match r {
+            Recovered::Scope(lease) if lease.scope() == scope => Some(lease),
+            _ => None,
+        })
+        .collect()
+}
+
+fn recovered_tenant(r: &Recovered) -> &str {
+    match r {
+        Recovered::Scope(lease) => lease.scope().tenant.as_str(),
+        Recovered::Slot { scope, .. } => scope.tenant.as_str(),
+        _ => "",
+    }
 }

@@ -13,33 +13,35 @@ fn debounce(h: &Harness, units: u32) -> Concurrency {
 pub async fn debounce_first_event_holds_until_quiet(h: Harness) {
     let t = h.thread("1");
     let c = debounce(&h, 2);
-    let lease = expect_hold(&h.admit(&t, "a", c).await);
-    let wait = expect_wait(h.finish(&lease).await);
+    let mut lease = expect_hold(&h.admit(&t, "a", c).await);
+    let wait = expect_wait(h.finish(&mut lease).await);
     assert!(wait > h.t(1) && wait <= h.t(2), "wait {wait:?}");
     h.advance(h.t(2)).await;
-    assert_eq!(ids(&expect_handoff_run(h.finish(&lease).await)), ["a"]);
-    assert!(matches!(h.finish(&lease).await, Handoff::Released));
+    assert_eq!(ids(&expect_handoff_run(h.finish(&mut lease).await)), ["a"]);
+    assert!(matches!(h.finish(&mut lease).await, Handoff::Released));
 }
 
-/// A new event replaces the pending one (returned as superseded) and restarts
-/// the quiet interval.
+/// A new event replaces the pending one (reported superseded with the next
+/// batch) and restarts the quiet interval.
 pub async fn debounce_replacement_supersedes_and_restarts_the_interval(h: Harness) {
     let t = h.thread("1");
     let c = debounce(&h, 2);
-    let lease = expect_hold(&h.admit(&t, "a", c).await);
+    let mut lease = expect_hold(&h.admit(&t, "a", c).await);
     h.advance(h.t(1)).await;
     match h.admit(&t, "b", c).await.decision {
-        Decision::Pending {
-            superseded: Some(w),
-        } => assert_eq!(w.event.id.as_str(), "a"),
-        other => panic!("expected a superseded, got {other:?}"),
+        Decision::Pending { replaced: true } => {}
+        other => panic!("expected a replacement, got {other:?}"),
     }
     h.advance(h.t(1)).await;
     // Two units after a, one after b: not quiet yet.
-    let wait = expect_wait(h.finish(&lease).await);
+    let wait = expect_wait(h.finish(&mut lease).await);
     assert!(wait > h.t(1) / 2 && wait <= h.t(1), "wait {wait:?}");
     h.advance(h.t(1)).await;
-    assert_eq!(ids(&expect_handoff_run(h.finish(&lease).await)), ["b"]);
+    let batch = crate::harness::expect_batch(h.finish(&mut lease).await);
+    assert_eq!(ids(&batch.entries), ["b"]);
+    assert_eq!(batch.reports.len(), 1);
+    assert_eq!(batch.reports[0].event_id.as_str(), "a");
+    assert_eq!(batch.reports[0].fate, chat_core::Fate::Superseded);
 }
 
 /// An event arriving while the pending one runs becomes pending again, and the
@@ -47,30 +49,30 @@ pub async fn debounce_replacement_supersedes_and_restarts_the_interval(h: Harnes
 pub async fn debounce_event_during_a_run_waits_for_the_holder(h: Harness) {
     let t = h.thread("1");
     let c = debounce(&h, 1);
-    let lease = expect_hold(&h.admit(&t, "a", c).await);
+    let mut lease = expect_hold(&h.admit(&t, "a", c).await);
     h.advance(h.t(1)).await;
-    assert_eq!(ids(&expect_handoff_run(h.finish(&lease).await)), ["a"]);
+    assert_eq!(ids(&expect_handoff_run(h.finish(&mut lease).await)), ["a"]);
     assert!(matches!(
         h.admit(&t, "b", c).await.decision,
-        Decision::Pending { superseded: None }
+        Decision::Pending { replaced: false }
     ));
-    expect_wait(h.finish(&lease).await);
+    expect_wait(h.finish(&mut lease).await);
     h.advance(h.t(1)).await;
-    assert_eq!(ids(&expect_handoff_run(h.finish(&lease).await)), ["b"]);
+    assert_eq!(ids(&expect_handoff_run(h.finish(&mut lease).await)), ["b"]);
 }
 
 /// A pending event left under a free lease (its holder died) is superseded by the
-/// next admit, which becomes the holder.
+/// next admit, which becomes the holder and gets the report.
 pub async fn debounce_orphaned_pending_is_superseded_by_the_next_admit(h: Harness) {
     let t = h.thread("1");
     let c = debounce(&h, 1);
     let _dead = expect_hold(&h.admit(&t, "a", c).await);
     h.advance(h.lease_ttl() + h.t(1)).await;
-    match h.admit(&t, "b", c).await.decision {
-        Decision::Hold {
-            superseded: Some(w),
-            ..
-        } => assert_eq!(w.event.id.as_str(), "a"),
-        other => panic!("expected Hold with a superseded, got {other:?}"),
-    }
+    let mut lease = expect_hold(&h.admit(&t, "b", c).await);
+    expect_wait(h.finish(&mut lease).await);
+    h.advance(h.t(1)).await;
+    let batch = crate::harness::expect_batch(h.finish(&mut lease).await);
+    assert_eq!(ids(&batch.entries), ["b"]);
+    assert_eq!(batch.reports.len(), 1);
+    assert_eq!(batch.reports[0].event_id.as_str(), "a");
 }

@@ -26,7 +26,7 @@ pub async fn dedupe_second_admit_is_duplicate(h: Harness) {
             "{c:?}: first admit"
         );
         if let Decision::Run(lease) = &first.decision {
-            h.finish(lease).await;
+            h.finish(&mut lease.clone()).await;
         }
         let again = h.admit(&t, &id, c).await;
         assert!(
@@ -40,8 +40,8 @@ pub async fn dedupe_second_admit_is_duplicate(h: Harness) {
 /// A dedupe mark lives for its TTL, then the key is new again.
 pub async fn dedupe_mark_expires_after_ttl(h: Harness) {
     let t = h.thread("1");
-    let lease = expect_run(&h.admit(&t, "a", Concurrency::Drop).await);
-    h.finish(&lease).await;
+    let mut lease = expect_run(&h.admit(&t, "a", Concurrency::Drop).await);
+    h.finish(&mut lease).await;
     h.advance(h.dedupe_ttl() - h.t(1)).await;
     assert!(matches!(
         h.admit(&t, "a", Concurrency::Drop).await.decision,
@@ -72,8 +72,8 @@ pub async fn dedupe_keys_are_per_tenant_and_channel(h: Harness) {
 pub async fn dedupe_unmark_lets_a_retry_run(h: Harness) {
     let t = h.thread("1");
     let e = h.event(&t, "a");
-    let lease = expect_run(&h.admit(&t, "a", Concurrency::Drop).await);
-    h.finish(&lease).await;
+    let mut lease = expect_run(&h.admit(&t, "a", Concurrency::Drop).await);
+    h.finish(&mut lease).await;
     assert!(ok("unmark", h.backend().unmark(&t, &e.dedupe_key).await));
     expect_run(&h.admit(&t, "a", Concurrency::Drop).await);
 }
@@ -88,7 +88,7 @@ pub async fn dedupe_unmark_of_an_unknown_key_is_false(h: Harness) {
 /// A duplicate changes nothing: it joins no queue.
 pub async fn dedupe_duplicate_changes_nothing(h: Harness) {
     let t = h.thread("1");
-    let lease = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
+    let mut lease = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
     assert!(matches!(
         h.admit(&t, "b", Concurrency::queue()).await.decision,
         Decision::Queued { depth: 1, .. }
@@ -101,8 +101,8 @@ pub async fn dedupe_duplicate_changes_nothing(h: Harness) {
         h.admit(&t, "a", Concurrency::queue()).await.decision,
         Decision::Duplicate
     ));
-    match h.finish(&lease).await {
-        Handoff::Run(entries) => assert_eq!(crate::harness::ids(&entries), ["b"]),
+    match h.finish(&mut lease).await {
+        Handoff::Run(batch) => assert_eq!(crate::harness::ids(&batch.entries), ["b"]),
         other => panic!("expected the one queued entry, got {other:?}"),
     }
 }
@@ -156,6 +156,72 @@ pub async fn subscriptions_are_per_tenant(h: Harness) {
         "is_subscribed",
         other.backend().is_subscribed(&other.thread("1")).await
     ));
+}
+
+/// A plain message in an unsubscribed thread whose scope holds waiting work of
+/// that thread (a burst window here) joins it: the conversation is in
+/// progress. A plain message of another thread does not, and once nothing of
+/// the thread waits, the gate is closed again.
+pub async fn gate_plain_message_joins_waiting_work_of_its_thread(h: Harness) {
+    let t = h.thread("1");
+    let c = Concurrency::Burst(chat_core::BurstOptions::default().window(h.t(2)));
+    let mut lease = crate::harness::expect_hold(&h.admit(&t, "a", c).await);
+    let plain = |id: &str, thread: &chat_core::ThreadRef| {
+        h.request(h.event(thread, id), c)
+            .gate(chat_core::Gate::Subscribed)
+    };
+    let b = h.admit_req(plain("b", &t)).await;
+    assert!(
+        matches!(b.decision, Decision::Queued { depth: 2 }),
+        "got {:?}",
+        b.decision
+    );
+    assert!(!b.subscribed);
+    let other = h.thread("2");
+    assert!(matches!(
+        h.admit_req(plain("x", &other)).await.decision,
+        Decision::NotSubscribed
+    ));
+    h.advance(h.t(2)).await;
+    let entries = crate::harness::expect_handoff_run(h.finish(&mut lease).await);
+    assert_eq!(crate::harness::ids(&entries), ["a", "b"]);
+    assert!(matches!(
+        h.admit_req(plain("c", &t)).await.decision,
+        Decision::NotSubscribed
+    ));
+}
+
+/// The same rule for a queue and for a pending debounce event.
+pub async fn gate_plain_message_joins_a_queue_or_a_pending_event(h: Harness) {
+    let q = h.thread("q");
+    let queue = Concurrency::queue();
+    expect_run(&h.admit(&q, "a", queue).await);
+    h.admit(&q, "b", queue).await;
+    let joined = h
+        .admit_req(
+            h.request(h.event(&q, "c"), queue)
+                .gate(chat_core::Gate::Subscribed),
+        )
+        .await;
+    assert!(
+        matches!(joined.decision, Decision::Queued { depth: 2 }),
+        "got {:?}",
+        joined.decision
+    );
+    let d = h.thread("d");
+    let debounce = Concurrency::Debounce(chat_core::DebounceOptions::default().interval(h.t(2)));
+    crate::harness::expect_hold(&h.admit(&d, "x", debounce).await);
+    let joined = h
+        .admit_req(
+            h.request(h.event(&d, "y"), debounce)
+                .gate(chat_core::Gate::Subscribed),
+        )
+        .await;
+    assert!(
+        matches!(joined.decision, Decision::Pending { replaced: true }),
+        "got {:?}",
+        joined.decision
+    );
 }
 
 /// A request whose scope lies outside its event's channel is refused.

@@ -17,9 +17,10 @@
 //! for running them again under a multi-threaded runtime.
 
 mod burst;
-mod control;
+pub(crate) mod control;
 mod debounce;
 mod dedupe;
+mod durable;
 mod lease;
 mod queue;
 mod races;
@@ -29,6 +30,7 @@ pub use burst::*;
 pub use control::*;
 pub use debounce::*;
 pub use dedupe::*;
+pub use durable::*;
 pub use lease::*;
 pub use queue::*;
 pub use races::*;
@@ -50,6 +52,8 @@ macro_rules! __conformance_cases {
             dedupe_duplicate_changes_nothing,
             gate_unsubscribed_message_is_not_admitted_nor_marked,
             gate_admission_reports_subscription,
+            gate_plain_message_joins_waiting_work_of_its_thread,
+            gate_plain_message_joins_a_queue_or_a_pending_event,
             subscriptions_round_trip,
             subscriptions_are_per_tenant,
             admit_rejects_a_scope_outside_the_events_channel,
@@ -63,7 +67,7 @@ macro_rules! __conformance_cases {
             lease_stale_holder_cannot_touch_a_newer_lease,
             lease_fence_grows_with_every_grant,
             lease_tokens_are_unguessable,
-            lease_finish_twice_is_lost,
+            lease_finish_twice_is_released_once,
             queue_busy_events_are_queued_with_depth,
             queue_finish_hands_off_all_entries_in_join_order,
             queue_full_drop_oldest_evicts_the_oldest,
@@ -71,7 +75,6 @@ macro_rules! __conformance_cases {
             queue_entry_past_its_ttl_is_expired,
             queue_entries_report_their_wait,
             queue_orphaned_entries_go_to_the_next_holder,
-            queue_take_never_releases,
             debounce_first_event_holds_until_quiet,
             debounce_replacement_supersedes_and_restarts_the_interval,
             debounce_event_during_a_run_waits_for_the_holder,
@@ -81,10 +84,11 @@ macro_rules! __conformance_cases {
             burst_max_batch_seals_early,
             burst_batches_run_in_seal_order,
             burst_full_refuses_before_the_ack_and_leaves_the_key_unmarked,
-            concurrent_unbounded_runs_everything_unlocked,
+            concurrent_unbounded_runs_everything,
             concurrent_slots_are_bounded,
             concurrent_released_slot_goes_to_a_waiter,
-            concurrent_slot_expires_without_renewal,
+            concurrent_slot_expires_and_its_run_is_recovered,
+            concurrent_handed_back_run_is_recovered_at_once,
             concurrent_slots_are_per_scope,
             cancel_request_reaches_the_holder_at_renewal,
             cancel_request_is_deduplicated_and_needs_a_holder,
@@ -94,6 +98,15 @@ macro_rules! __conformance_cases {
             sweep_claims_an_orphaned_queue,
             sweep_ignores_held_and_idle_scopes,
             sweep_claims_an_orphaned_debounce_pending,
+            replay_admit_returns_the_same_run,
+            replay_admit_after_its_lease_lapsed_is_stored,
+            replay_admit_of_queued_and_dropped_decisions,
+            replay_finish_hands_over_the_same_batch,
+            replay_stale_finish_changes_nothing,
+            inflight_run_of_a_dead_holder_is_adopted,
+            released_batches_are_handed_back_or_acknowledged,
+            lapsed_holder_acknowledges_its_own_batch,
+            adopted_batches_read_as_first_handed_out,
             health_check_answers,
             kv_set_get_delete,
             kv_entries_expire,

@@ -14,10 +14,7 @@ pub async fn queue_busy_events_are_queued_with_depth(h: Harness) {
     expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
     for (i, id) in ["b", "c", "d"].into_iter().enumerate() {
         match h.admit(&t, id, Concurrency::queue()).await.decision {
-            Decision::Queued {
-                depth,
-                evicted: None,
-            } => assert_eq!(depth, i + 1),
+            Decision::Queued { depth } => assert_eq!(depth, i + 1),
             other => panic!("{id}: expected Queued, got {other:?}"),
         }
     }
@@ -27,11 +24,11 @@ pub async fn queue_busy_events_are_queued_with_depth(h: Harness) {
 /// lease; the next `finish` releases.
 pub async fn queue_finish_hands_off_all_entries_in_join_order(h: Harness) {
     let t = h.thread("1");
-    let lease = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
+    let mut lease = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
     for id in ["b", "c", "d"] {
         h.admit(&t, id, Concurrency::queue()).await;
     }
-    let entries = expect_handoff_run(h.finish(&lease).await);
+    let entries = expect_handoff_run(h.finish(&mut lease).await);
     assert_eq!(ids(&entries), ["b", "c", "d"]);
     assert!(entries.iter().all(|w| !w.expired));
     // The holder kept the scope while it runs them.
@@ -40,26 +37,29 @@ pub async fn queue_finish_hands_off_all_entries_in_join_order(h: Harness) {
         Decision::Dropped(_)
     ));
     h.admit(&t, "e", Concurrency::queue()).await;
-    let entries = expect_handoff_run(h.finish(&lease).await);
+    let entries = expect_handoff_run(h.finish(&mut lease).await);
     assert_eq!(ids(&entries), ["e"]);
-    assert!(matches!(h.finish(&lease).await, Handoff::Released));
+    assert!(matches!(h.finish(&mut lease).await, Handoff::Released));
 }
 
-/// Full under `DropOldest`: the oldest entry is evicted and returned.
+/// Full under `DropOldest`: the oldest entry is evicted, and reported to the
+/// holder with its next batch.
 pub async fn queue_full_drop_oldest_evicts_the_oldest(h: Harness) {
     let t = h.thread("1");
     let c = queue(2, OnFull::DropOldest);
-    let lease = expect_run(&h.admit(&t, "a", c).await);
+    let mut lease = expect_run(&h.admit(&t, "a", c).await);
     h.admit(&t, "b", c).await;
     h.admit(&t, "c", c).await;
     match h.admit(&t, "d", c).await.decision {
-        Decision::Queued {
-            depth: 2,
-            evicted: Some(w),
-        } => assert_eq!(w.event.id.as_str(), "b"),
-        other => panic!("expected b evicted, got {other:?}"),
+        Decision::Queued { depth: 2 } => {}
+        other => panic!("expected Queued at depth 2, got {other:?}"),
     }
-    assert_eq!(ids(&expect_handoff_run(h.finish(&lease).await)), ["c", "d"]);
+    let batch = crate::harness::expect_batch(h.finish(&mut lease).await);
+    assert_eq!(ids(&batch.entries), ["c", "d"]);
+    assert_eq!(batch.reports.len(), 1, "{:?}", batch.reports);
+    assert_eq!(batch.reports[0].event_id.as_str(), "b");
+    assert_eq!(batch.reports[0].fate, chat_core::Fate::Evicted);
+    assert_eq!(batch.reports[0].thread.as_ref(), Some(&t));
 }
 
 /// Full under `DropNewest`: the newcomer is dropped, stays marked, and the queue
@@ -67,7 +67,7 @@ pub async fn queue_full_drop_oldest_evicts_the_oldest(h: Harness) {
 pub async fn queue_full_drop_newest_drops_the_newcomer(h: Harness) {
     let t = h.thread("1");
     let c = queue(2, OnFull::DropNewest);
-    let lease = expect_run(&h.admit(&t, "a", c).await);
+    let mut lease = expect_run(&h.admit(&t, "a", c).await);
     h.admit(&t, "b", c).await;
     h.admit(&t, "c", c).await;
     let d = h.admit(&t, "d", c).await;
@@ -80,20 +80,23 @@ pub async fn queue_full_drop_newest_drops_the_newcomer(h: Harness) {
         h.admit(&t, "d", c).await.decision,
         Decision::Duplicate
     ));
-    assert_eq!(ids(&expect_handoff_run(h.finish(&lease).await)), ["b", "c"]);
+    assert_eq!(
+        ids(&expect_handoff_run(h.finish(&mut lease).await)),
+        ["b", "c"]
+    );
 }
 
 /// An entry older than the queue's entry TTL is handed over marked expired.
 pub async fn queue_entry_past_its_ttl_is_expired(h: Harness) {
     let t = h.thread("1");
     let c = Concurrency::Queue(QueueOptions::default().entry_ttl(h.t(2)));
-    let lease = expect_run(&h.admit(&t, "a", c).await);
+    let mut lease = expect_run(&h.admit(&t, "a", c).await);
     h.admit(&t, "old", c).await;
     h.advance(h.t(1)).await;
     h.renew(&lease).await;
     h.admit(&t, "new", c).await;
     h.advance(h.t(1) + h.t(1) / 2).await;
-    let entries = expect_handoff_run(h.finish(&lease).await);
+    let entries = expect_handoff_run(h.finish(&mut lease).await);
     assert_eq!(ids(&entries), ["old", "new"]);
     assert!(entries[0].expired, "old should be expired");
     assert!(!entries[1].expired, "new should be live");
@@ -102,10 +105,10 @@ pub async fn queue_entry_past_its_ttl_is_expired(h: Harness) {
 /// Entries report how long they waited, by the backend's clock.
 pub async fn queue_entries_report_their_wait(h: Harness) {
     let t = h.thread("1");
-    let lease = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
+    let mut lease = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
     h.admit(&t, "b", Concurrency::queue()).await;
     h.advance(h.t(2)).await;
-    let entries = expect_handoff_run(h.finish(&lease).await);
+    let entries = expect_handoff_run(h.finish(&mut lease).await);
     let waited = entries[0].waited;
     assert!(
         waited >= h.t(2) - h.t(1) / 4 && waited <= h.t(3),
@@ -114,30 +117,18 @@ pub async fn queue_entries_report_their_wait(h: Harness) {
 }
 
 /// Entries outlive a holder whose lease expired: the next admit on the scope takes
-/// the lease and is handed those entries with its own event last.
+/// the lease and is handed, first, the batch the dead holder was running, then
+/// the waiting entries with its own event last.
 pub async fn queue_orphaned_entries_go_to_the_next_holder(h: Harness) {
     let t = h.thread("1");
     let _dead = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
     h.admit(&t, "b", Concurrency::queue()).await;
     h.advance(h.lease_ttl() + h.t(1)).await;
-    let lease = expect_hold(&h.admit(&t, "c", Concurrency::queue()).await);
-    let entries = expect_handoff_run(h.finish(&lease).await);
+    let mut lease = expect_hold(&h.admit(&t, "c", Concurrency::queue()).await);
+    let again = crate::harness::expect_batch(h.finish(&mut lease).await);
+    assert_eq!(ids(&again.entries), ["a"]);
+    assert_eq!((again.attempt, again.lapses), (2, 1));
+    let entries = expect_handoff_run(h.finish(&mut lease).await);
     assert_eq!(ids(&entries), ["b", "c"]);
-    assert!(matches!(h.finish(&lease).await, Handoff::Released));
-}
-
-/// `take` returns the entries without releasing, and answers Empty after.
-pub async fn queue_take_never_releases(h: Harness) {
-    let t = h.thread("1");
-    let lease = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
-    h.admit(&t, "b", Concurrency::queue()).await;
-    match h.take(&lease).await {
-        chat_core::Take::Run(entries) => assert_eq!(ids(&entries), ["b"]),
-        other => panic!("expected Run, got {other:?}"),
-    }
-    assert!(matches!(h.take(&lease).await, chat_core::Take::Empty));
-    assert!(matches!(
-        h.admit(&t, "c", Concurrency::queue()).await.decision,
-        Decision::Queued { .. }
-    ));
+    assert!(matches!(h.finish(&mut lease).await, Handoff::Released));
 }

@@ -70,28 +70,32 @@ pub async fn race_slots_never_exceed_max(h: Harness) {
 }
 
 /// N tasks joining a held scope's bounded queue: every one is either still
-/// queued or evicted, and the queue never passes its bound.
+/// queued or reported evicted, and the queue never passes its bound.
 pub async fn race_queue_admits_are_all_accounted_for(h: Harness) {
     let h = Arc::new(h);
     let t = h.thread("1");
     let c = Concurrency::Queue(QueueOptions::default().max_size(4));
-    let lease = expect_run(&h.admit(&t, "holder", c).await);
+    let mut lease = expect_run(&h.admit(&t, "holder", c).await);
     let tasks = (0..TASKS).map(|i| {
         let (h, t) = (Arc::clone(&h), t.clone());
         tokio::spawn(async move { h.admit(&t, &format!("e{i}"), c).await })
     });
-    let mut evicted = 0;
     for r in join_all(tasks).await {
         match r.unwrap_or_else(|e| panic!("task failed: {e}")).decision {
-            Decision::Queued { depth, evicted: e } => {
-                assert!(depth <= 4, "depth {depth} past the bound");
-                evicted += usize::from(e.is_some());
-            }
+            Decision::Queued { depth } => assert!(depth <= 4, "depth {depth} past the bound"),
             other => panic!("expected Queued, got {other:?}"),
         }
     }
-    let left = crate::harness::expect_handoff_run(h.finish(&lease).await).len();
-    assert_eq!((left, evicted + left), (4, TASKS));
+    let batch = crate::harness::expect_batch(h.finish(&mut lease).await);
+    let mut seen: Vec<String> = batch
+        .entries
+        .iter()
+        .map(|w| w.event.id.to_string())
+        .collect();
+    seen.extend(batch.reports.iter().map(|r| r.event_id.to_string()));
+    seen.sort();
+    seen.dedup();
+    assert_eq!((batch.entries.len(), seen.len()), (4, TASKS));
 }
 
 /// Entries admitted while the holder finishes are handed off, never stranded:
@@ -107,9 +111,9 @@ pub async fn race_admit_during_finish_is_never_stranded(h: Harness) {
             let mut ran = Vec::new();
             for i in 0..per_task {
                 let id = format!("t{task}-{i}");
-                if let Decision::Run(lease) = h.admit(&t, &id, c).await.decision {
+                if let Decision::Run(mut lease) = h.admit(&t, &id, c).await.decision {
                     ran.push(id);
-                    ran.extend(drive(&h, &lease).await);
+                    ran.extend(drive(&h, &mut lease).await);
                 }
                 tokio::task::yield_now().await;
             }
@@ -131,12 +135,14 @@ pub async fn race_admit_during_finish_is_never_stranded(h: Harness) {
 }
 
 /// Runs a holder's finish loop to release, returning what it was handed.
-async fn drive(h: &Harness, lease: &Lease) -> Vec<String> {
+async fn drive(h: &Harness, lease: &mut Lease) -> Vec<String> {
     let mut ran = Vec::new();
     loop {
         tokio::task::yield_now().await;
         match h.finish(lease).await {
-            Handoff::Run(entries) => ran.extend(entries.iter().map(|w| w.event.id.to_string())),
+            Handoff::Run(batch) => {
+                ran.extend(batch.entries.iter().map(|w| w.event.id.to_string()));
+            }
             Handoff::Released => return ran,
             other => panic!("holder lost its scope: {other:?}"),
         }

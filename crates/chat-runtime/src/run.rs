@@ -1,0 +1,216 @@
+//! One handler run: routed, given its context, kept alive by its lease,
+//! cancelled with a cause (lease lost, budget, shutdown, stop request), and
+//! ended in what the holder does next.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use chat_core::{Event, EventKind};
+use futures_util::FutureExt;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::bot::{RunHandle, lock};
+use crate::cancel::{Cancel, CancelCause};
+use crate::ctx::{Ctx, CtxParts};
+use crate::handler::SharedHandler;
+use crate::holder::{Held, Holder, Work};
+use crate::outcome::{Outcome, OutcomeRecord};
+
+/// How a run ended, for its holder.
+pub(crate) enum End {
+    /// A final outcome, recorded once the batch is acknowledged.
+    Done(OutcomeRecord),
+    /// The lease was lost: the batch runs again under the next holder.
+    Lost,
+    /// Cancelled by shutdown: the batch is handed back for another replica.
+    HandBack,
+}
+
+impl Holder {
+    /// Runs one event's handler under `held` (kept alive by its keeper),
+    /// cancelled on lease loss, deadline, shutdown or a stop request.
+    pub(crate) async fn run(&self, work: Work, held: Option<&Held>) -> End {
+        let inner = &self.inner;
+        let event = Arc::clone(&work.event);
+        let Some(handler) = self.route(&work).await else {
+            return End::Done(record(&event, Outcome::Ignored, "no-handler", None, None));
+        };
+        let cancel = Cancel::new();
+        let scope = held.map(|h| h.lease.scope().clone());
+        if let (Some(scope), Some(held)) = (&scope, held) {
+            lock(&inner.runs)
+                .entry(scope.clone())
+                .or_default()
+                .push(RunHandle {
+                    cancel: cancel.clone(),
+                    seen: Arc::clone(&held.seen_cancels),
+                });
+        }
+        let ctx = Ctx::new(CtxParts {
+            state: Arc::clone(&inner.state),
+            adapter: Arc::clone(&self.adapter),
+            event: Arc::clone(&event),
+            skipped: work.skipped,
+            deadline: work.deadline,
+            cancel: cancel.clone(),
+            fence: held.map(|h| h.lease.fence()),
+            attempt: work.attempt,
+            lease: held.map(|h| Arc::clone(h.state())),
+            posted: work.posted,
+            reply: work.reply,
+        });
+        let started = Instant::now();
+        let mut cancelled_at = None;
+        let span = tracing::info_span!(
+            "handler",
+            event_id = %event.id,
+            thread = %event.thread,
+            fence = held.map(|h| h.lease.fence()),
+            attempt = work.attempt,
+            skipped = ctx.skipped().len(),
+        );
+        // A handler that panics while making its future panics here, not in
+        // the future: catch both.
+        let made = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            handler.call(ctx, (*event).clone()).instrument(span)
+        }));
+        let result = match made {
+            Err(_) => Err(()),
+            Ok(fut) => {
+                let mut fut = AssertUnwindSafe(fut).catch_unwind();
+                let never = tokio_util::sync::CancellationToken::new();
+                let lost = held.map_or_else(|| never.clone(), |h| h.state().lost().clone());
+                let mut requests = held.map(|h| h.state().cancel_requests());
+                let seen = held.map(|h| Arc::clone(&h.seen_cancels));
+                loop {
+                    let armed = cancelled_at.is_none();
+                    tokio::select! {
+                        r = &mut fut => break r.map_err(|_| ()),
+                        () = sleep_until_opt(work.deadline), if armed => cancel.cancel(CancelCause::DeadlineExceeded),
+                        () = lost.cancelled(), if armed => cancel.cancel(CancelCause::Preempted),
+                        () = inner.shutdown.cancelled(), if armed => cancel.cancel(CancelCause::Shutdown),
+                        () = cancel.token().cancelled(), if armed => {}
+                        Some(count) = next_request(requests.as_mut()), if armed => {
+                            // A stop request this run has not acted on yet.
+                            if let Some(seen) = &seen
+                                && seen.fetch_max(count, Ordering::SeqCst) < count
+                            {
+                                cancel.cancel(CancelCause::StopRequested);
+                            }
+                        }
+                    }
+                    if cancel.is_cancelled() && cancelled_at.is_none() {
+                        cancelled_at = Some(Instant::now());
+                    }
+                }
+            }
+        };
+        if let Some(scope) = &scope {
+            let mut runs = lock(&inner.runs);
+            if let Some(list) = runs.get_mut(scope) {
+                list.retain(|r| !r.cancel.same_as(&cancel));
+                if list.is_empty() {
+                    runs.remove(scope);
+                }
+            }
+        }
+        let now = Instant::now();
+        let ran_for = Some(now - started);
+        let cancel_latency = cancelled_at.map(|at| now - at);
+        let (outcome, reason) = match (cancel.cause(), &result) {
+            (Some(CancelCause::Preempted), _) => {
+                tracing::warn!(name: "run-preempted", event_id = %event.id, thread = %event.thread, "lease lost; the event runs again under the scope's next holder");
+                return End::Lost;
+            }
+            (Some(CancelCause::Shutdown), _) => {
+                inner.shutdown_cancelled.fetch_add(1, Ordering::SeqCst);
+                if !inner.state.shared() {
+                    // Nobody else could run it: it ends here, cancelled.
+                    (Outcome::Cancelled, "shutdown")
+                } else {
+                    tracing::info!(name: "run-handed-back", event_id = %event.id, thread = %event.thread, "cancelled by shutdown; handed back to run elsewhere");
+                    return End::HandBack;
+                }
+            }
+            (Some(CancelCause::DeadlineExceeded), _) => (Outcome::DeadlineExceeded, "budget"),
+            (Some(CancelCause::StopRequested), _) => (Outcome::Cancelled, "stop-requested"),
+            (_, Ok(Ok(()))) => (Outcome::Ran, "ok"),
+            (_, Ok(Err(e))) => {
+                tracing::warn!(error = %e, event_id = %event.id, "handler failed");
+                (Outcome::Failed, "error")
+            }
+            (_, Err(())) => {
+                tracing::error!(event_id = %event.id, "handler panicked");
+                (Outcome::Failed, "panic")
+            }
+        };
+        End::Done(record(&event, outcome, reason, ran_for, cancel_latency))
+    }
+
+    /// The handler for a run: the event's own; for a collapsed run whose newest
+    /// event no handler wants (a plain message that joined a mention's window),
+    /// the handler of the newest skipped event that has one.
+    async fn route(&self, work: &Work) -> Option<SharedHandler> {
+        let handlers = &self.inner.handlers;
+        let subscribed = match work.subscribed {
+            Some(s) => s,
+            None => self.subscribed_now(&work.event).await,
+        };
+        if let Some(h) = handlers.route(&work.event, subscribed) {
+            return Some(h);
+        }
+        for e in work.skipped.iter().rev() {
+            let subscribed = self.subscribed_now(e).await;
+            if let Some(h) = handlers.route(e, subscribed) {
+                return Some(h);
+            }
+        }
+        None
+    }
+
+    async fn subscribed_now(&self, event: &Event) -> bool {
+        if !matches!(event.kind, EventKind::Message(_)) || self.inner.handlers.subscribed.is_empty()
+        {
+            return false;
+        }
+        self.inner
+            .state
+            .is_subscribed(&event.thread)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "is_subscribed failed; routing as unsubscribed");
+                false
+            })
+    }
+}
+
+fn record(
+    event: &Event,
+    outcome: Outcome,
+    reason: &'static str,
+    ran_for: Option<std::time::Duration>,
+    cancel_latency: Option<std::time::Duration>,
+) -> OutcomeRecord {
+    OutcomeRecord {
+        ran_for,
+        cancel_latency,
+        ..OutcomeRecord::of(event, outcome, reason)
+    }
+}
+
+async fn next_request(rx: Option<&mut tokio::sync::watch::Receiver<u32>>) -> Option<u32> {
+    let rx = rx?;
+    match rx.changed().await {
+        Ok(()) => Some(*rx.borrow_and_update()),
+        Err(_) => std::future::pending().await,
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

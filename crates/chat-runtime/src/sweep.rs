@@ -1,0 +1,125 @@
+//! The periodic recovery sweep: takes over runs whose holder is gone — a scope
+//! with waiting or in-flight work and no lease, a slot run whose slot lapsed —
+//! and runs them here.
+
+use std::sync::Arc;
+
+use chat_core::{PlatformAdapter, Recovered, Release};
+use tokio::time::Instant;
+
+use crate::bot::BotInner;
+use crate::holder::Holder;
+use crate::outcome::Records;
+
+/// Starts the sweep (once per bot), if the options ask for one.
+pub(crate) fn start_sweeper(inner: &Arc<BotInner>) {
+    let Some(interval) = inner.options.sweep_interval else {
+        return;
+    };
+    if inner.sweeper.set(()).is_err() {
+        return;
+    }
+    let weak = Arc::downgrade(inner);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(interval);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let Some(inner) = weak.upgrade() else { return };
+            if inner.draining.is_cancelled() {
+                return;
+            }
+            sweep_once(&inner).await;
+        }
+    });
+}
+
+/// One pass: as many recoveries as this process has room for.
+async fn sweep_once(inner: &Arc<BotInner>) {
+    let room = inner
+        .options
+        .max_detached
+        .saturating_sub(inner.admission.in_use(inner.options.max_detached));
+    if room == 0 {
+        return;
+    }
+    let sent = Instant::now();
+    let recovered = match inner
+        .state
+        .sweep(inner.options.lock_ttl, room.min(64))
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(error = %e, "recovery sweep failed");
+            return;
+        }
+    };
+    for r in recovered {
+        let scope = match &r {
+            Recovered::Scope(lease) => lease.scope().clone(),
+            Recovered::Slot { scope, .. } => scope.clone(),
+            _ => continue,
+        };
+        let adapter: Option<Arc<dyn PlatformAdapter>> = inner
+            .adapters
+            .values()
+            .find(|a| a.platform() == scope.platform)
+            .cloned();
+        let permit = inner.admission.try_admit(&scope.tenant);
+        let (Some(adapter), Some(permit)) = (adapter, permit) else {
+            give_back(inner, r).await;
+            continue;
+        };
+        let holder = Holder::new(inner, &adapter, inner.options.concurrency);
+        tracing::info!(name: "scope-recovered", scope = %scope);
+        match r {
+            Recovered::Scope(lease) => holder.spawn_holder(lease, sent, None, Some(permit)),
+            Recovered::Slot { token, batch, .. } => {
+                let mut records = Records::default();
+                match holder.plan(batch, &mut records).pop() {
+                    Some(mut work) => {
+                        work.deadline = Some(Instant::now() + inner.options.detach_timeout);
+                        records.commit(&inner.recorder);
+                        holder.spawn_slot_waiter(scope, token, work, Some(permit));
+                    }
+                    None => {
+                        // Abandoned, or undecodable: acknowledged with its record.
+                        let lease = chat_core::Lease::new(
+                            scope,
+                            token,
+                            0,
+                            chat_core::LeaseKind::Slot,
+                            inner.options.lock_ttl,
+                        );
+                        if holder.release(&lease, Release::Done).await {
+                            records.commit(&inner.recorder);
+                        } else {
+                            records.discard();
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A recovery this process has no room (or no adapter) for: handed back for
+/// another replica's sweep.
+async fn give_back(inner: &Arc<BotInner>, r: Recovered) {
+    let lease = match r {
+        Recovered::Scope(lease) => lease,
+        Recovered::Slot { scope, token, .. } => chat_core::Lease::new(
+            scope,
+            token,
+            0,
+            chat_core::LeaseKind::Slot,
+            inner.options.lock_ttl,
+        ),
+        _ => return,
+    };
+    if let Err(e) = inner.state.release(&lease, Release::HandBack).await {
+        tracing::warn!(error = %e, "handing a recovery back failed; it lapses at its TTL");
+    }
+}
