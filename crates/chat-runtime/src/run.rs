@@ -34,6 +34,8 @@ impl Holder {
     pub(crate) async fn run(&self, work: Work, held: Option<&Held>) -> End {
         let inner = &self.inner;
         let event = Arc::clone(&work.event);
+        // Under sync dispatch the run answers the delivery itself.
+        let sync = work.reply.is_some();
         let Some(handler) = self.route(&work).await else {
             return End::Done(record(&event, Outcome::Ignored, "no-handler", None, None));
         };
@@ -126,8 +128,9 @@ impl Holder {
             }
             (Some(CancelCause::Shutdown), _) => {
                 inner.shutdown_cancelled.fetch_add(1, Ordering::SeqCst);
-                if !inner.state.shared() {
-                    // Nobody else could run it: it ends here, cancelled.
+                if !inner.state.shared() && !sync {
+                    // Nobody else could run it (under sync dispatch, the
+                    // platform's retry does): it ends here, cancelled.
                     (Outcome::Cancelled, "shutdown")
                 } else {
                     tracing::info!(name: "run-handed-back", event_id = %event.id, thread = %event.thread, "cancelled by shutdown; handed back to run elsewhere");

@@ -275,3 +275,28 @@ impl StateBackend for MemoryState {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chat_core::{AdmitRequest, Concurrency, Decision};
+    use chat_testkit::EventBuilder;
+
+    /// Fences start from the wall clock (µs), like the Redis backend's floor,
+    /// so a new process never hands out a fence an earlier one already used.
+    #[tokio::test]
+    async fn fences_are_seeded_from_the_wall_clock() {
+        let before = wall_clock_micros();
+        let state = MemoryState::new();
+        let thread = chat_core::ThreadRef::new(chat_core::Platform::Test, "T", "C", "1");
+        let e = EventBuilder::new(thread.clone())
+            .id("a")
+            .mention("a")
+            .build();
+        let req = AdmitRequest::new(e, thread.thread_scope(), Concurrency::Drop);
+        let Decision::Run(lease) = state.admit(req).await.unwrap().decision else {
+            panic!("no lease");
+        };
+        assert!(lease.fence() > before, "fence {} ≤ {before}", lease.fence());
+    }
+}

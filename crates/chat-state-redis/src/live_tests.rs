@@ -110,3 +110,53 @@ async fn a_script_error_is_a_typed_backend_error() {
         .await
         .unwrap();
 }
+
+/// One stored entry that cannot be decoded (written by another version, or
+/// damaged) does not take its batch down: it is reported `Undecodable`, by the
+/// id its ref carries, and the other entries are handed over.
+#[tokio::test]
+async fn an_undecodable_entry_is_reported_and_the_rest_run() {
+    let Some(url) = server_env("REDIS_URL") else {
+        return;
+    };
+    let prefix = prefix();
+    let state = RedisState::builder()
+        .url(url.as_str())
+        .prefix(prefix.as_str())
+        .build()
+        .await
+        .unwrap();
+    let thread = chat_core::ThreadRef::new(Platform::Test, "T1", "C1", "1.0");
+    let scope = thread.thread_scope();
+    let admit = |id: &str| {
+        let e = EventBuilder::new(thread.clone()).id(id).mention(id).build();
+        AdmitRequest::new(e, scope.clone(), Concurrency::queue())
+    };
+    let chat_core::Decision::Run(lease) = state.admit(admit("a")).await.unwrap().decision else {
+        panic!("a did not get the lease");
+    };
+    state.admit(admit("b")).await.unwrap();
+    state.admit(admit("c")).await.unwrap();
+    let queue_key = Keys::new(&prefix).scope(&scope).queue;
+    let mut conn = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: () = redis::cmd("LSET")
+        .arg(&queue_key)
+        .arg(0)
+        .arg("1|2|b|1.0\n{\"not\": \"an event\"}")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let chat_core::Handoff::Run(batch) = state.finish(&lease).await.unwrap() else {
+        panic!("nothing handed over");
+    };
+    let ids: Vec<&str> = batch.entries.iter().map(|w| w.event.id.as_str()).collect();
+    assert_eq!(ids, ["c"]);
+    assert_eq!(batch.reports.len(), 1);
+    assert_eq!(batch.reports[0].event_id.as_str(), "b");
+    assert_eq!(batch.reports[0].fate, chat_core::Fate::Undecodable);
+    assert_eq!(batch.reports[0].thread.as_ref(), Some(&thread));
+}

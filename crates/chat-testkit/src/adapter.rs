@@ -18,7 +18,20 @@ use crate::events::EventBuilder;
 pub const SIGNATURE_HEADER: &str = "x-scripted-signature";
 const SIGNATURE: &str = "valid";
 
+/// One recorded post.
+struct Post {
+    thread: ThreadRef,
+    text: String,
+    id: String,
+    key: Option<chat_core::ReplyKey>,
+}
+
 /// A scripted platform. Cheap to clone; clones share their record of posts.
+///
+/// Like the real adapters, it keeps replies idempotent: a post whose
+/// [`ReplyKey`](chat_core::ReplyKey) says it is a repeated run returns the
+/// message an earlier attempt posted at the same position instead of posting
+/// again.
 #[derive(Clone)]
 pub struct ScriptedAdapter {
     inner: Arc<Inner>,
@@ -26,7 +39,7 @@ pub struct ScriptedAdapter {
 
 struct Inner {
     name: String,
-    posts: Mutex<Vec<(ThreadRef, String)>>,
+    posts: Mutex<Vec<Post>>,
     next_id: AtomicU64,
     max_body: usize,
 }
@@ -112,7 +125,9 @@ impl ScriptedAdapter {
             .posts
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .iter()
+            .map(|p| (p.thread.clone(), p.text.clone()))
+            .collect()
     }
 }
 
@@ -165,15 +180,33 @@ impl PlatformAdapter for ScriptedAdapter {
         thread: &ThreadRef,
         message: &OutboundMessage,
     ) -> Result<MessageRef, AdapterError> {
-        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        self.inner
+        let mut posts = self
+            .inner
             .posts
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((thread.clone(), message.text.clone()));
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(key) = message.reply_key.as_ref().filter(|k| k.attempt > 1)
+            && let Some(earlier) = posts.iter().find(|p| {
+                p.key
+                    .as_ref()
+                    .is_some_and(|k| k.event_id == key.event_id && k.position == key.position)
+            })
+        {
+            return Ok(MessageRef {
+                thread: earlier.thread.clone(),
+                id: earlier.id.clone(),
+            });
+        }
+        let id = format!("m{}", self.inner.next_id.fetch_add(1, Ordering::Relaxed));
+        posts.push(Post {
+            thread: thread.clone(),
+            text: message.text.clone(),
+            id: id.clone(),
+            key: message.reply_key.clone(),
+        });
         Ok(MessageRef {
             thread: thread.clone(),
-            id: format!("m{id}"),
+            id,
         })
     }
 

@@ -42,6 +42,7 @@ pub mod events;
 mod fake_linear;
 mod fake_oauth;
 mod fake_slack;
+mod faulty;
 mod harness;
 mod server;
 
@@ -52,6 +53,7 @@ pub use fake_oauth::{
     FakeLinearOAuth, FakeSlackOAuth, LinearOrganization, SlackWorkspace, TokenRequest,
 };
 pub use fake_slack::{FakeSlack, RetryAfter, SlackCall, SlackReply};
+pub use faulty::{Fault, FaultyState, Op};
 pub use harness::{
     Clock, Harness, expect_batch, expect_handoff_run, expect_hold, expect_run, expect_wait, ids, ok,
 };

@@ -4,7 +4,8 @@
 //! Texts: `ok` (return at once), `sleep:MS` (sleep, cooperatively), `fail`,
 //! `panic`, `sleepus:µS`, `wait-cancel` (wait for cancellation, then return), `stubborn:MS`
 //! (sleep MS ignoring cancellation); `first-` before any of them applies it on
-//! the run's first attempt only.
+//! the run's first attempt only; `post+` before any of them first posts
+//! `reply:ID` into the thread.
 //!
 //! A scenario runs on an [`Env`]: the memory backend under tokio's paused clock,
 //! or Redis (one server, or the cluster), which judges expiry by its own clock,
@@ -264,6 +265,26 @@ impl Env {
     pub async fn scenario(&self, options: RuntimeOptions) -> Scenario {
         Scenario::on(self.store().await, self.clock, options)
     }
+
+    /// `n` replicas on one fresh store, sharing one log and one platform.
+    pub async fn replicas(&self, n: usize, options: RuntimeOptions) -> Vec<Scenario> {
+        let log = Log::default();
+        let adapter = ScriptedAdapter::new("test");
+        self.stores(n)
+            .await
+            .into_iter()
+            .map(|state| {
+                Scenario::replica(
+                    state,
+                    self.clock,
+                    options.clone(),
+                    log.clone(),
+                    adapter.clone(),
+                    true,
+                )
+            })
+            .collect()
+    }
 }
 
 /// One handler run.
@@ -291,6 +312,8 @@ pub struct Scenario {
     pub adapter: ScriptedAdapter,
     pub log: Log,
     pub state: Arc<Hooked>,
+    /// Faults to inject into this bot's state calls.
+    pub faults: Arc<chat_testkit::FaultyState>,
     pub clock: Clock,
 }
 
@@ -321,6 +344,14 @@ pub fn handler(
                     attempt: ctx.attempt(),
                 });
                 runs.len() - 1
+            };
+            // `post+VERB`: first post `reply:ID` into the thread, then VERB.
+            let text = match text.strip_prefix("post+") {
+                Some(rest) => {
+                    let _ = ctx.thread().post(format!("reply:{}", event.id)).await;
+                    rest.to_owned()
+                }
+                None => text,
             };
             let (verb, arg) = text.split_once(':').unwrap_or((text.as_str(), "0"));
             // `first-VERB`: VERB on the first attempt only; later attempts (a run
@@ -376,9 +407,29 @@ impl Scenario {
     /// A scenario on `state` (wrapped in [`Hooked`]); `options` in scenario
     /// milliseconds.
     pub fn on(state: Arc<dyn StateBackend>, clock: Clock, options: RuntimeOptions) -> Self {
-        let log = Log::default();
-        let adapter = ScriptedAdapter::new("test");
-        let state = Arc::new(Hooked::new(state));
+        let shared = state.shared();
+        Self::replica(
+            state,
+            clock,
+            options,
+            Log::default(),
+            ScriptedAdapter::new("test"),
+            shared,
+        )
+    }
+
+    /// One of several bots on one store, sharing one log and one platform (so
+    /// runs, outcomes and posts are counted across them), like replicas.
+    pub fn replica(
+        state: Arc<dyn StateBackend>,
+        clock: Clock,
+        options: RuntimeOptions,
+        log: Log,
+        adapter: ScriptedAdapter,
+        shared: bool,
+    ) -> Self {
+        let faults = Arc::new(chat_testkit::FaultyState::new(state).shared_as(shared));
+        let state = Arc::new(Hooked::new(faults.clone()));
         let outcomes = log.outcomes.clone();
         let bot = Bot::builder()
             .state_arc(state.clone())
@@ -394,6 +445,7 @@ impl Scenario {
             adapter,
             log,
             state,
+            faults,
             clock,
         }
     }
