@@ -665,7 +665,8 @@ impl LinearAdapter {
         parent_id: Option<&str>,
         body: &str,
     ) -> Result<String, AdapterError> {
-        self.create_comment(None, issue_id, parent_id, body).await
+        self.create_comment(None, issue_id, parent_id, body, None)
+            .await
     }
 
     async fn create_comment(
@@ -674,8 +675,9 @@ impl LinearAdapter {
         issue_id: &str,
         parent_id: Option<&str>,
         body: &str,
+        id: Option<String>,
     ) -> Result<String, AdapterError> {
-        let id = uuid::Uuid::new_v4().to_string();
+        let id = id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let op = operations::comment_create(issue_id, parent_id, body, &id);
         let data = self.execute(tenant, &op).await?;
         Ok(data
@@ -782,21 +784,43 @@ impl PlatformAdapter for LinearAdapter {
 
     /// In an agent session: a `response` activity. In a comment thread: a
     /// reply to the thread's root comment.
+    ///
+    /// A reply of a handler run ([`ReplyKey`](chat_core::ReplyKey)) gets an id
+    /// derived from its event and position, so the same reply of a repeated run
+    /// has the same id: on a repeat (attempt above 1) the adapter first asks
+    /// whether that activity or comment exists and returns it instead of
+    /// creating it again.
     async fn post(
         &self,
         thread: &ThreadRef,
         message: &OutboundMessage,
     ) -> Result<MessageRef, AdapterError> {
-        let id = match Self::linear_thread(thread)? {
+        let target = Self::linear_thread(thread)?;
+        let keyed = message
+            .reply_key
+            .as_ref()
+            .map(|key| (reply_id(thread, key), key.attempt > 1));
+        if let Some((id, true)) = &keyed {
+            let op = match target {
+                LinearThread::AgentSession { .. } => operations::agent_activity(id),
+                LinearThread::Comment { .. } => operations::comment(id),
+            };
+            if self.execute(Some(&thread.tenant), &op).await.is_ok() {
+                return Ok(MessageRef {
+                    thread: thread.clone(),
+                    id: id.clone(),
+                });
+            }
+        }
+        let id = keyed.map(|(id, _)| id);
+        let id = match target {
             LinearThread::AgentSession { session_id } => {
-                self.send_activity(
-                    Some(&thread.tenant),
-                    None,
-                    session_id,
-                    &Activity::response(message.text.as_str()),
-                    true,
-                )
-                .await?
+                let mut activity = Activity::response(message.text.as_str());
+                if let Some(id) = id {
+                    activity = activity.id(id);
+                }
+                self.send_activity(Some(&thread.tenant), None, session_id, &activity, true)
+                    .await?
             }
             LinearThread::Comment {
                 issue_id,
@@ -807,6 +831,7 @@ impl PlatformAdapter for LinearAdapter {
                     issue_id,
                     Some(root_comment_id),
                     &message.text,
+                    id,
                 )
                 .await?
             }
@@ -934,4 +959,20 @@ impl PlatformAdapter for LinearAdapter {
             }
         }
     }
+}
+
+/// The id of a handler run's reply: a UUID in v4 format (what Linear accepts
+/// as a client-supplied id) derived from the thread, the event and the reply's
+/// position, so a repeated run reuses it.
+fn reply_id(thread: &ThreadRef, key: &chat_core::ReplyKey) -> String {
+    let name = format!(
+        "chat-rs-reply\0{}\0{}\0{}\0{}\0{}",
+        thread.tenant, thread.channel, thread.thread, key.event_id, key.position
+    );
+    let digest = ring::digest::digest(&ring::digest::SHA256, name.as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest.as_ref()[..16]);
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .to_string()
 }

@@ -71,6 +71,18 @@ pub(crate) const REACTION_CREATE: &str = "mutation ReactionCreate($input: Reacti
   }
 }";
 
+pub(crate) const AGENT_ACTIVITY: &str = "query AgentActivity($id: String!) {
+  agentActivity(id: $id) {
+    id
+  }
+}";
+
+pub(crate) const COMMENT: &str = "query Comment($id: String!) {
+  comment(id: $id) {
+    id
+  }
+}";
+
 pub(crate) const VIEWER: &str = "query Viewer {
   viewer {
     id
@@ -136,6 +148,26 @@ pub(crate) fn comment_create(
         document: COMMENT_CREATE,
         variables: json!({ "input": input }),
         field: "commentCreate",
+    }
+}
+
+/// The `agentActivity` with `id`, to learn whether it exists.
+pub(crate) fn agent_activity(id: &str) -> Operation {
+    Operation {
+        name: "AgentActivity",
+        document: AGENT_ACTIVITY,
+        variables: json!({ "id": id }),
+        field: "agentActivity",
+    }
+}
+
+/// The `comment` with `id`, to learn whether it exists.
+pub(crate) fn comment(id: &str) -> Operation {
+    Operation {
+        name: "Comment",
+        document: COMMENT,
+        variables: json!({ "id": id }),
+        field: "comment",
     }
 }
 

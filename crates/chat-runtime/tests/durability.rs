@@ -149,8 +149,9 @@ async fn a_redeploy_hands_running_work_to_another_replica(env: Env) {
     let report = r0.bot.shutdown(r0.ms(1000)).await;
     assert_eq!(report.cancelled, 1);
     assert!(report.finished);
-    // r1 runs a again at once (its next sweep), then b.
-    r1.pass(2000).await;
+    // r1 runs a again at once (its next sweep), then b. (One sweep reads every
+    // bucket of the store, which on a cluster takes a while in real time.)
+    r1.pass(10_000).await;
     let runs = r1.runs();
     assert_eq!(runs.len(), 3, "{runs:?}");
     assert_eq!(runs[0].cause, Some(CancelCause::Shutdown));
@@ -248,7 +249,7 @@ async fn a_run_lost_max_attempts_times_is_abandoned(env: Env) {
     // No renewal ever lands: every holder loses the lease while it runs.
     s.faults.cut(Op::Renew);
     s.send("1", "a", "wait-cancel").await;
-    s.pass(8000).await;
+    s.pass(20_000).await;
     let runs = s.runs();
     assert_eq!(runs.len(), 2, "{runs:?}");
     assert!(runs.iter().all(|r| r.cause == Some(CancelCause::Preempted)));

@@ -565,6 +565,14 @@ impl PlatformAdapter for SlackAdapter {
     /// `chat.postMessage` in the thread (`thread_ts`), or as a new message
     /// when the thread part is empty (then the returned reference's thread is
     /// the new message).
+    ///
+    /// A reply of a handler run ([`ReplyKey`](chat_core::ReplyKey)) carries
+    /// message metadata (`chat_rs_reply`: the event id and the reply's
+    /// position). On a repeated run (attempt above 1) the adapter first reads
+    /// the thread (`conversations.replies` with `include_all_metadata`, which
+    /// needs the history scopes) and returns the reply an earlier attempt
+    /// posted instead of posting it again; if the thread cannot be read, it
+    /// posts (at least once).
     async fn post(
         &self,
         thread: &ThreadRef,
@@ -574,10 +582,33 @@ impl PlatformAdapter for SlackAdapter {
         let text = render(message);
         let thread_ts = Some(thread.thread.as_str()).filter(|t| !t.is_empty());
         let client = self.client_for(&thread.tenant).await?;
-        let ((), posted) = tokio::join!(
-            self.learn_identity(),
-            client.post_message(&thread.channel, thread_ts, &text)
-        );
+        if let (Some(key), Some(ts)) = (&message.reply_key, thread_ts)
+            && key.attempt > 1
+        {
+            match client.find_reply(&thread.channel, ts, key).await {
+                Ok(Some(earlier)) => {
+                    return Ok(MessageRef {
+                        thread: thread.clone(),
+                        id: earlier.ts,
+                    });
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "slack: could not read the thread for an earlier reply; posting");
+                }
+            }
+        }
+        let post = async {
+            match &message.reply_key {
+                Some(key) => {
+                    client
+                        .post_reply(&thread.channel, thread_ts, &text, key)
+                        .await
+                }
+                None => client.post_message(&thread.channel, thread_ts, &text).await,
+            }
+        };
+        let ((), posted) = tokio::join!(self.learn_identity(), post);
         let posted = posted?;
         let mut thread = thread.clone();
         if thread.thread.is_empty() {

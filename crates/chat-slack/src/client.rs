@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chat_core::AdapterError;
+use chat_core::{AdapterError, ReplyKey};
 use http::HeaderValue;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use serde::Deserialize;
@@ -188,6 +188,9 @@ impl BotIdentity {
     }
 }
 
+/// The message-metadata event type of a handler run's replies.
+pub const REPLY_EVENT_TYPE: &str = "chat_rs_reply";
+
 /// A message `chat.postMessage` created.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -265,6 +268,24 @@ impl SlackClient {
             method,
             payload,
             HeaderValue::from_static("application/json; charset=utf-8"),
+            self.auth.as_ref(),
+        )
+        .await
+    }
+
+    /// Calls a method with a form body (the read methods, such as
+    /// `conversations.replies`, take their arguments as a form).
+    pub async fn call_form(
+        &self,
+        method: &str,
+        form: &[(&str, &str)],
+    ) -> Result<Value, AdapterError> {
+        let payload =
+            serde_urlencoded::to_string(form).map_err(|e| AdapterError::Decode(Box::new(e)))?;
+        self.send(
+            method,
+            payload.into_bytes(),
+            HeaderValue::from_static("application/x-www-form-urlencoded"),
             self.auth.as_ref(),
         )
         .await
@@ -382,9 +403,94 @@ impl SlackClient {
         thread_ts: Option<&str>,
         text: &str,
     ) -> Result<PostedMessage, AdapterError> {
+        self.post_with(channel, thread_ts, text, None).await
+    }
+
+    /// `chat.postMessage` of one reply of a handler run, carrying its
+    /// [`ReplyKey`] as message metadata (event type [`REPLY_EVENT_TYPE`]), so
+    /// that [`find_reply`](Self::find_reply) can find it again.
+    pub async fn post_reply(
+        &self,
+        channel: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+        key: &ReplyKey,
+    ) -> Result<PostedMessage, AdapterError> {
+        let metadata = json!({
+            "event_type": REPLY_EVENT_TYPE,
+            "event_payload": {
+                "event_id": key.event_id.as_str(),
+                "position": key.position,
+            },
+        });
+        self.post_with(channel, thread_ts, text, Some(metadata))
+            .await
+    }
+
+    /// The reply `key` names, if it was posted in the thread: reads the
+    /// thread with `conversations.replies` (`include_all_metadata`, following
+    /// the cursor) and matches the message metadata `post_reply` wrote.
+    pub async fn find_reply(
+        &self,
+        channel: &str,
+        thread_ts: &str,
+        key: &ReplyKey,
+    ) -> Result<Option<PostedMessage>, AdapterError> {
+        let mut cursor = String::new();
+        // A thread of 10,000 messages is read in 50 pages at most.
+        for _ in 0..50 {
+            let mut form = vec![
+                ("channel", channel),
+                ("ts", thread_ts),
+                ("include_all_metadata", "true"),
+                ("limit", "200"),
+            ];
+            if !cursor.is_empty() {
+                form.push(("cursor", cursor.as_str()));
+            }
+            let answer = self.call_form("conversations.replies", &form).await?;
+            let found = answer
+                .get("messages")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .find(|m| {
+                    let meta = &m["metadata"];
+                    meta["event_type"] == REPLY_EVENT_TYPE
+                        && meta["event_payload"]["event_id"] == key.event_id.as_str()
+                        && meta["event_payload"]["position"] == key.position
+                });
+            if let Some(ts) = found.and_then(|m| m["ts"].as_str()) {
+                return Ok(Some(PostedMessage {
+                    channel: channel.to_owned(),
+                    ts: ts.to_owned(),
+                }));
+            }
+            cursor = answer
+                .pointer("/response_metadata/next_cursor")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if cursor.is_empty() {
+                break;
+            }
+        }
+        Ok(None)
+    }
+
+    async fn post_with(
+        &self,
+        channel: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+        metadata: Option<Value>,
+    ) -> Result<PostedMessage, AdapterError> {
         let mut body = json!({ "channel": channel, "text": text });
         if let Some(ts) = thread_ts.filter(|t| !t.is_empty()) {
             body["thread_ts"] = json!(ts);
+        }
+        if let Some(metadata) = metadata {
+            body["metadata"] = metadata;
         }
         let answer = self.call("chat.postMessage", &body).await?;
         #[derive(Deserialize)]

@@ -226,7 +226,8 @@ pub mod signature;
 
 pub use adapter::{SlackAdapter, SlackAdapterBuilder};
 pub use client::{
-    BotIdentity, DEFAULT_API_BASE_URL, PostedMessage, SlackClient, SlackClientBuilder,
+    BotIdentity, DEFAULT_API_BASE_URL, PostedMessage, REPLY_EVENT_TYPE, SlackClient,
+    SlackClientBuilder,
 };
 pub use clock::{Clock, SystemClock};
 pub use error::BuildError;

@@ -53,6 +53,86 @@ async fn post_replies_in_the_thread_with_the_bearer_token() {
     );
 }
 
+/// A run's reply carries `chat_rs_reply` metadata; the same reply of a
+/// repeated run is found in the thread (read page by page) and not posted
+/// again; a reply at another position is.
+#[tokio::test]
+async fn a_repeated_runs_reply_is_found_in_the_thread_not_posted_twice() {
+    let fake = FakeSlack::start().await;
+    let a = adapter_at(fake.base_url());
+    let t = thread("1700000000.000100");
+    let client = SlackClient::builder("xoxb-test-token")
+        .base_url(fake.base_url())
+        .build()
+        .unwrap();
+    // Enough other replies that the run's own sits on the second page.
+    for i in 0..210 {
+        client
+            .post_message(
+                "C0LAN2Q65",
+                Some("1700000000.000100"),
+                &format!("noise {i}"),
+            )
+            .await
+            .unwrap();
+    }
+    let key = |position, attempt| {
+        chat_core::ReplyKey::new(chat_core::EventId::new("Ev1"), position, attempt)
+    };
+    let first = a
+        .post(
+            &t,
+            &OutboundMessage::text("answer").with_reply_key(key(0, 1)),
+        )
+        .await
+        .unwrap();
+    let posts = fake.posts();
+    let last = posts.last().unwrap();
+    assert_eq!(last.body["metadata"]["event_type"], "chat_rs_reply");
+    assert_eq!(
+        last.body["metadata"]["event_payload"],
+        json!({"event_id": "Ev1", "position": 0})
+    );
+    let again = a
+        .post(
+            &t,
+            &OutboundMessage::text("answer").with_reply_key(key(0, 2)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again, first);
+    let second = a
+        .post(&t, &OutboundMessage::text("more").with_reply_key(key(1, 2)))
+        .await
+        .unwrap();
+    assert_ne!(second.id, first.id);
+    assert_eq!(fake.replies_per_event()["Ev1"], 2);
+    let reads = fake.calls_of("conversations.replies");
+    assert!(reads.len() >= 3, "two pages per lookup: {}", reads.len());
+    assert_eq!(
+        reads[0].content_type.as_deref(),
+        Some("application/x-www-form-urlencoded")
+    );
+    assert_eq!(reads[0].body["include_all_metadata"], "true");
+}
+
+/// When the thread cannot be read (a missing scope), the reply is posted:
+/// at least once rather than never.
+#[tokio::test]
+async fn an_unreadable_thread_falls_back_to_posting() {
+    let fake = FakeSlack::start().await;
+    fake.fail("conversations.replies", "missing_scope", 1);
+    let a = adapter_at(fake.base_url());
+    let key = chat_core::ReplyKey::new(chat_core::EventId::new("Ev2"), 0, 2);
+    a.post(
+        &thread("1700000000.000100"),
+        &OutboundMessage::text("answer").with_reply_key(key),
+    )
+    .await
+    .unwrap();
+    assert_eq!(fake.posts().len(), 1);
+}
+
 #[tokio::test]
 async fn markdown_is_sent_as_mrkdwn() {
     let fake = FakeSlack::start().await;

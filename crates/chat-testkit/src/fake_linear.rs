@@ -176,8 +176,11 @@ impl LinearReply {
 ///   ([`enqueue_any`](Self::enqueue_any)), whichever was queued first. Once
 ///   nothing matches it answers as Linear does on success:
 ///   `AgentActivityCreate` and `CommentCreate` with the client-supplied `id`
-///   (or a new one), `AgentSessionUpdate`, `CommentUpdate`, `CommentDelete`
-///   and `ReactionCreate` with `success: true`, `Viewer` with
+///   (or a new one) — an `id` created before is refused, as Linear refuses an
+///   existing id — the `AgentActivity` and `Comment` queries with the entity
+///   when one with that id was created (else "Entity not found"),
+///   `AgentSessionUpdate`, `CommentUpdate`, `CommentDelete` and
+///   `ReactionCreate` with `success: true`, `Viewer` with
 ///   [`VIEWER_ID`](Self::VIEWER_ID); any other operation with a
 ///   `GRAPHQL_VALIDATION_FAILED` error.
 ///
@@ -241,6 +244,8 @@ struct Record {
     /// Scripted replies, each for one operation (`Some`) or any (`None`).
     script: VecDeque<(Option<String>, LinearReply)>,
     ids: u64,
+    /// Ids of the activities and comments created so far.
+    created: std::collections::HashSet<String>,
 }
 
 impl Shared {
@@ -508,11 +513,46 @@ fn success(record: &mut Record, operation: &str, variables: &Value) -> (StatusCo
             format!("00000000-0000-4000-8000-{:012}", record.ids)
         }
     };
+    let not_found = || {
+        (
+            StatusCode::OK,
+            json!({ "data": null, "errors": [{
+                "message": "Entity not found",
+                "extensions": { "code": "INVALID_INPUT" },
+            }] }),
+        )
+    };
     let data = match operation {
-        "AgentActivityCreate" => json!({ "agentActivityCreate": {
-            "success": true, "agentActivity": { "id": id() } } }),
-        "CommentCreate" => json!({ "commentCreate": {
-            "success": true, "comment": { "id": id() } } }),
+        "AgentActivityCreate" | "CommentCreate" => {
+            let id = id();
+            if !record.created.insert(id.clone()) {
+                return (
+                    StatusCode::OK,
+                    json!({ "data": null, "errors": [{
+                        "message": "Entity already exists",
+                        "extensions": { "code": "INVALID_INPUT" },
+                    }] }),
+                );
+            }
+            if operation == "CommentCreate" {
+                json!({ "commentCreate": { "success": true, "comment": { "id": id } } })
+            } else {
+                json!({ "agentActivityCreate": {
+                    "success": true, "agentActivity": { "id": id } } })
+            }
+        }
+        "AgentActivity" | "Comment" => {
+            let id = variables["id"].as_str().unwrap_or_default();
+            if !record.created.contains(id) {
+                return not_found();
+            }
+            let field = if operation == "Comment" {
+                "comment"
+            } else {
+                "agentActivity"
+            };
+            json!({ field: { "id": id } })
+        }
         "CommentUpdate" => json!({ "commentUpdate": { "success": true } }),
         "CommentDelete" => json!({ "commentDelete": { "success": true } }),
         "ReactionCreate" => json!({ "reactionCreate": { "success": true } }),

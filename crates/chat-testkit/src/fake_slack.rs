@@ -131,7 +131,9 @@ impl SlackReply {
 ///   reply per call, in order; once its script is used up it answers as Slack
 ///   does on success: `chat.postMessage` with a new `ts` per post
 ///   (`1700000100.000100`, `1700000100.000101`, …), `chat.update` and
-///   `chat.delete` echoing `channel` and `ts`, `chat.postEphemeral` with a
+///   `chat.delete` echoing `channel` and `ts`, `conversations.replies` with
+///   the thread's messages posted here (metadata with `include_all_metadata`,
+///   pages of `limit` with a `next_cursor`), `chat.postEphemeral` with a
 ///   `message_ts`, `views.open` with the view and an id, `auth.test` with the
 ///   identity in [`TEAM_ID`](Self::TEAM_ID), [`BOT_USER_ID`](Self::BOT_USER_ID)
 ///   and [`BOT_ID`](Self::BOT_ID), and every other method (`reactions.add`,
@@ -192,6 +194,8 @@ struct Record {
     calls: Vec<SlackCall>,
     scripts: HashMap<String, VecDeque<SlackReply>>,
     posts: u64,
+    /// Every message posted, in order, as `conversations.replies` shows it.
+    messages: Vec<Value>,
 }
 
 impl Shared {
@@ -300,6 +304,20 @@ impl FakeSlack {
             .collect()
     }
 
+    /// How many replies were posted per event, by the `chat_rs_reply`
+    /// metadata a handler run's replies carry: more than one reply at one
+    /// position means an answer was posted twice.
+    pub fn replies_per_event(&self) -> HashMap<String, usize> {
+        let mut counts = HashMap::new();
+        for post in self.posts() {
+            let payload = &post.body["metadata"]["event_payload"];
+            if let Some(id) = payload["event_id"].as_str() {
+                *counts.entry(id.to_owned()).or_default() += 1;
+            }
+        }
+        counts
+    }
+
     /// Waits until `method` has been called at least `count` times, or
     /// `timeout` (on tokio's clock) passed; returns its calls either way, so
     /// assert on their number.
@@ -332,7 +350,19 @@ async fn answer(
     raw_body: Bytes,
 ) -> Response {
     let at = Instant::now();
-    let body: Value = serde_json::from_slice(&raw_body).unwrap_or(Value::Null);
+    // JSON for the write methods; a form for the read ones.
+    let body: Value = serde_json::from_slice(&raw_body).unwrap_or_else(|_| {
+        serde_urlencoded::from_bytes::<Vec<(String, String)>>(&raw_body)
+            .map(|pairs| {
+                Value::Object(
+                    pairs
+                        .into_iter()
+                        .map(|(k, v)| (k, Value::String(v)))
+                        .collect(),
+                )
+            })
+            .unwrap_or(Value::Null)
+    });
     let header = |name: HeaderName| {
         headers
             .get(name)
@@ -387,8 +417,15 @@ fn success(record: &mut Record, method: &str, body: &Value) -> SlackReply {
             if let Some(thread_ts) = body.get("thread_ts") {
                 message["thread_ts"] = thread_ts.clone();
             }
+            if let Some(metadata) = body.get("metadata") {
+                message["metadata"] = metadata.clone();
+            }
+            let mut stored = message.clone();
+            stored["channel"] = field("channel");
+            record.messages.push(stored);
             json!({ "ok": true, "channel": field("channel"), "ts": ts, "message": message })
         }
+        "conversations.replies" => replies(record, body),
         "chat.update" => json!({
             "ok": true, "channel": field("channel"), "ts": field("ts"), "text": field("text"),
         }),
@@ -417,6 +454,48 @@ fn success(record: &mut Record, method: &str, body: &Value) -> SlackReply {
         _ => json!({ "ok": true }),
     };
     SlackReply::json(&answer)
+}
+
+/// `conversations.replies`: the thread's messages posted here (the root and
+/// its replies), oldest first, `limit` per page with a cursor; metadata only
+/// with `include_all_metadata`.
+fn replies(record: &Record, body: &Value) -> Value {
+    let text = |name: &str| body.get(name).and_then(Value::as_str).unwrap_or_default();
+    let (channel, ts) = (text("channel"), text("ts"));
+    let limit = text("limit")
+        .parse::<usize>()
+        .unwrap_or(1000)
+        .clamp(1, 1000);
+    let start = text("cursor").parse::<usize>().unwrap_or(0);
+    let with_metadata = text("include_all_metadata") == "true";
+    let thread: Vec<Value> = record
+        .messages
+        .iter()
+        .filter(|m| m["channel"] == channel && (m["ts"] == ts || m["thread_ts"] == ts))
+        .map(|m| {
+            let mut m = m.clone();
+            if let Some(o) = m.as_object_mut() {
+                o.remove("channel");
+                if !with_metadata {
+                    o.remove("metadata");
+                }
+            }
+            m
+        })
+        .collect();
+    let page: Vec<Value> = thread.iter().skip(start).take(limit).cloned().collect();
+    let next = start + page.len();
+    let next_cursor = if next < thread.len() {
+        next.to_string()
+    } else {
+        String::new()
+    };
+    json!({
+        "ok": true,
+        "messages": page,
+        "has_more": !next_cursor.is_empty(),
+        "response_metadata": { "next_cursor": next_cursor },
+    })
 }
 
 /// A new message `ts`: `1700000100.000100`, then `.000101`, ….
