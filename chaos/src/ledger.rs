@@ -105,6 +105,8 @@ pub struct Report {
     pub max_preempted_overlap_ms: u64,
     /// Most handler runs at once on one replica.
     pub max_concurrent_runs: usize,
+    /// Events answered in the fake Slack (once each, or a breach).
+    pub answered: usize,
     /// Every breach found.
     pub breaches: Vec<String>,
 }
@@ -178,6 +180,16 @@ pub fn check(lines: &[Line], actions: &[Action], allow: Allowances, max_detached
                 .push(format!("{:?} ran {runs} times", a.event_ids));
         }
         for l in &terminal {
+            // A run a shutdown or a lost lease cut short was never answered:
+            // it must have been handed over to run again instead.
+            let cut_short = (l.outcome == "message-cancelled" && l.reason == "shutdown")
+                || l.outcome == "message-preempted";
+            if cut_short && !allow.data_loss {
+                r.breaches.push(format!(
+                    "{:?} ended {} ({}): acknowledged and never answered",
+                    a.event_ids, l.outcome, l.reason
+                ));
+            }
             match l.outcome.as_str() {
                 "handler-ran" | "handler-failed" => r.ran += 1,
                 "message-superseded" => r.superseded += 1,
@@ -250,6 +262,29 @@ pub fn check(lines: &[Line], actions: &[Action], allow: Allowances, max_detached
         ));
     }
     r
+}
+
+/// What the fake Slack received against the ledgers: an event answered more
+/// than once (a repeated run that posted again), or an event whose handler ran
+/// and whose answer never arrived, is a breach.
+pub fn check_replies(lines: &[Line], replies: &HashMap<String, usize>, r: &mut Report) {
+    let mut twice: Vec<(&String, &usize)> = replies.iter().filter(|(_, n)| **n > 1).collect();
+    twice.sort();
+    for (id, n) in twice {
+        r.breaches.push(format!("{id} was answered {n} times"));
+    }
+    r.answered = replies.values().filter(|n| **n > 0).count();
+    let mut unanswered: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.outcome == "handler-ran" && !replies.contains_key(&l.event_id))
+        .map(|l| l.event_id.as_str())
+        .collect();
+    unanswered.sort_unstable();
+    unanswered.dedup();
+    for id in unanswered {
+        r.breaches
+            .push(format!("{id} ran and its answer never arrived"));
+    }
 }
 
 /// The most runs in progress at one instant (a run ending at t does not overlap
@@ -346,6 +381,22 @@ mod tests {
         let r = check(&lines, &[action(&["a", "m"]), action(&["z"])], crash, 8);
         assert!(r.breaches.is_empty(), "{:?}", r.breaches);
         assert_eq!(r.crash_lost, 1);
+    }
+
+    #[test]
+    fn an_answer_posted_twice_or_never_is_a_breach() {
+        let lines = [
+            line("a", "handler-ran", Some(0), 10, "t"),
+            line("b", "handler-ran", Some(10), 20, "t"),
+            line("c", "message-superseded", None, 20, "t"),
+        ];
+        let mut r = Report::default();
+        let replies = HashMap::from([("a".to_owned(), 2), ("c".to_owned(), 0)]);
+        check_replies(&lines, &replies, &mut r);
+        let all = r.breaches.join("\n");
+        assert!(all.contains("a was answered 2 times"), "{all}");
+        assert!(all.contains("b ran and its answer never arrived"), "{all}");
+        assert_eq!(r.breaches.len(), 2, "{all}");
     }
 
     #[test]

@@ -34,11 +34,12 @@ async fn main() -> ExitCode {
     let work = std::env::temp_dir().join(format!("chat-chaos-{}", std::process::id()));
     let mut failed = false;
     println!(
-        "{:<20} {:>5} {:>5} {:>5} {:>5} {:>5} {:>6} {:>5} {:>6} {:>6} {:>8} {:>5}  result",
+        "{:<22} {:>5} {:>5} {:>5} {:>6} {:>5} {:>5} {:>6} {:>5} {:>6} {:>6} {:>8} {:>5}  result",
         "scenario",
         "sent",
         "acked",
         "ran",
+        "answrd",
         "super",
         "drop",
         "rej>ok",
@@ -57,11 +58,12 @@ async fn main() -> ExitCode {
                 let ok = r.breaches.is_empty();
                 failed |= !ok;
                 println!(
-                    "{:<20} {:>5} {:>5} {:>5} {:>5} {:>5} {:>6} {:>5} {:>6} {:>6} {:>4}/{:<3} {:>5}  {}",
+                    "{:<22} {:>5} {:>5} {:>5} {:>6} {:>5} {:>5} {:>6} {:>5} {:>6} {:>6} {:>4}/{:<3} {:>5}  {}",
                     sc.name,
                     r.sent,
                     r.acked,
                     r.ran,
+                    r.answered,
                     r.superseded,
                     r.dropped,
                     r.rejected_then_retried,
@@ -104,7 +106,7 @@ async fn main() -> ExitCode {
     }
     let _ = std::fs::remove_dir_all(&work);
     println!(
-        "\noverlap: longest overlap of two runs on one thread (ms), clean/with a preempted run; conc: most runs at once on one replica"
+        "\nanswrd: events answered in the fake Slack (each once); overlap: longest overlap of two runs on one thread (ms), clean/with a preempted run; conc: most runs at once on one replica"
     );
     if failed {
         println!("chaos: invariant breached");

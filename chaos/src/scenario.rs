@@ -35,6 +35,12 @@ pub enum Fault {
     /// Replica 0 reaches Redis through a proxy that adds `delay` ms from `at`
     /// for `ms`, past the ack timeout.
     SlowRedis { at: u64, ms: u64, delay: u64 },
+    /// Replica 0's proxy drops the connection right after forwarding each
+    /// request, from `at` for `ms`: Redis runs it, the reply is lost.
+    LoseReplies { at: u64, ms: u64 },
+    /// Every request of replica 0 runs twice (a copy replayed on a second
+    /// connection a moment later), all along.
+    RunTwice,
 }
 
 /// One scenario.
@@ -86,8 +92,9 @@ impl Scenario {
 
     fn allowances(&self) -> Allowances {
         let concurrent = (self.strategy == "concurrent").then_some(MAX_CONCURRENT);
+        // A killed replica's runs are in flight in Redis and run again
+        // elsewhere: nothing is allowed to be lost but what Redis itself loses.
         let (crash_lost, data_loss) = match self.fault {
-            Fault::KillReplica { .. } => (true, false),
             Fault::RestartRedisEmpty { .. } => (true, true),
             _ => (false, false),
         };
@@ -203,11 +210,47 @@ pub fn all() -> Vec<(Scenario, bool)> {
         ),
         (
             Scenario {
+                delay_ms: 500,
+                lock_ttl_ms: 1500,
+                fault: Fault::PauseWrites { at: 700, ms: 7000 },
+                ..s("redis-pause-long", "queue")
+            },
+            false,
+        ),
+        (
+            Scenario {
+                delay_ms: 500,
+                lock_ttl_ms: 1500,
+                fault: Fault::StopRedis { at: 700, ms: 7000 },
+                ..s("redis-sigstop-long", "queue")
+            },
+            true,
+        ),
+        (
+            Scenario {
                 delay_ms: 300,
                 fault: Fault::RestartRedisEmpty { at: 700 },
                 ..s("redis-restart-empty", "queue")
             },
             false,
+        ),
+        (
+            Scenario {
+                delay_ms: 300,
+                lock_ttl_ms: 1500,
+                fault: Fault::LoseReplies { at: 300, ms: 2000 },
+                ..s("replies-lost", "queue")
+            },
+            true,
+        ),
+        (
+            Scenario {
+                delay_ms: 300,
+                lock_ttl_ms: 1500,
+                fault: Fault::RunTwice,
+                ..s("requests-run-twice", "queue")
+            },
+            true,
         ),
         (
             Scenario {
@@ -225,6 +268,16 @@ pub fn all() -> Vec<(Scenario, bool)> {
                 delay_ms: 200,
                 fault: Fault::Redeploy { at: 500 },
                 ..s("redeploy", "queue")
+            },
+            false,
+        ),
+        (
+            Scenario {
+                events: 40,
+                spread_ms: 3000,
+                delay_ms: 4000,
+                fault: Fault::Redeploy { at: 1000 },
+                ..s("redeploy-long-handlers", "queue")
             },
             true,
         ),
@@ -313,11 +366,16 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
     let proxy = crate::proxy::Proxy::start(redis.port)
         .await
         .map_err(|e| format!("proxy: {e}"))?;
+    proxy.mirror(matches!(sc.fault, Fault::RunTwice));
+    let proxied = matches!(
+        sc.fault,
+        Fault::SlowRedis { .. } | Fault::LoseReplies { .. } | Fault::RunTwice
+    );
     let mut replicas = Vec::new();
     for i in 0..3 {
         let name = format!("r{i}");
         let mut vars = env(&name);
-        if i == 0 && matches!(sc.fault, Fault::SlowRedis { .. }) {
+        if i == 0 && proxied {
             vars.push((
                 "REDIS_URL".into(),
                 format!("redis://127.0.0.1:{}", proxy.port),
@@ -426,6 +484,13 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
             tokio::time::sleep(Duration::from_millis(ms)).await;
             proxy.set_delay(0);
         }
+        Fault::LoseReplies { at, ms } => {
+            tokio::time::sleep_until(started + Duration::from_millis(at)).await;
+            proxy.drop_replies(true);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            proxy.drop_replies(false);
+        }
+        Fault::RunTwice => {}
         Fault::Redeploy { at } => {
             tokio::time::sleep_until(started + Duration::from_millis(at)).await;
             for replica in &mut replicas {
@@ -472,11 +537,17 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
         .filter(|k| {
             [
                 ":lease:",
+                ":run:",
+                ":runitems:",
+                ":outbox:",
+                ":wthreads:",
                 ":queue:",
                 ":pending:",
                 ":burst:",
                 ":burstmeta:",
                 ":slots:",
+                ":slotwait:",
+                ":slotruns:",
             ]
             .iter()
             .any(|p| k.contains(p))
@@ -490,6 +561,7 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
     let lines = ledger::load(&ledger_dir).map_err(|e| e.to_string())?;
     let max_detached = sc.max_detached;
     let mut report = ledger::check(&lines, &actions, sc.allowances(), max_detached);
+    ledger::check_replies(&lines, &fake.replies_per_event(), &mut report);
     if !leftover.is_empty() {
         report.breaches.push(format!(
             "lock or queue keys left after quiescence: {leftover:?}"

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chat_runtime::{
     BurstMode, BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions, Dispatch,
-    QueueOptions, RuntimeOptions,
+    QueueOptions, RuntimeOptions, ShutdownMode,
 };
 use clap::{Parser, ValueEnum};
 
@@ -145,6 +145,21 @@ pub struct Args {
     /// Timeout of the state call on the ack path, Redis only (ms).
     #[arg(long, env = "REDIS_ACK_TIMEOUT_MS", default_value_t = 5000)]
     pub redis_ack_timeout_ms: u64,
+    /// Timeout of every other state call, Redis only (ms).
+    #[arg(long, env = "REDIS_TIMEOUT_MS", default_value_t = 5000)]
+    pub redis_timeout_ms: u64,
+    /// How long an admit whose outcome is unknown is repeated (ms).
+    #[arg(long, env = "CHAT_STATE_RETRY_MS", default_value_t = 30_000)]
+    pub state_retry_ms: u64,
+    /// How many times a run may be lost by a holder that died before the
+    /// event is recorded failed (`abandoned`).
+    #[arg(long, env = "CHAT_MAX_ATTEMPTS", default_value_t = 3)]
+    pub max_attempts: u32,
+    /// On SIGTERM: let running handlers finish (`drain`), or cancel them at
+    /// once (`cancel`); either way what is cancelled is handed back to run on
+    /// another replica.
+    #[arg(long, env = "CHAT_SHUTDOWN", value_enum, default_value_t = ShutdownArg::Drain)]
+    pub shutdown: ShutdownArg,
 
     /// Do nothing in the handler (no subscribe, no post): measures the runtime
     /// alone, as the benchmarks do.
@@ -162,6 +177,15 @@ pub struct Args {
     /// How long shutdown waits for handlers on SIGTERM / SIGINT (ms).
     #[arg(long, env = "SHUTDOWN_DEADLINE_MS", default_value_t = 10_000)]
     pub shutdown_deadline_ms: u64,
+}
+
+/// `CHAT_SHUTDOWN`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShutdownArg {
+    /// Let running handlers finish until most of the deadline.
+    Drain,
+    /// Cancel running handlers at once.
+    Cancel,
 }
 
 /// `CHAT_DISPATCH`.
@@ -233,6 +257,12 @@ impl Args {
             lock_ttl: ms(self.lock_ttl_ms),
             ack_timeout: ms(self.ack_timeout_ms),
             sweep_interval: (self.sweep_interval_ms > 0).then(|| ms(self.sweep_interval_ms)),
+            state_retry: ms(self.state_retry_ms),
+            max_attempts: self.max_attempts,
+            shutdown: match self.shutdown {
+                ShutdownArg::Drain => ShutdownMode::Drain,
+                ShutdownArg::Cancel => ShutdownMode::Cancel,
+            },
             ..RuntimeOptions::default()
         }
     }

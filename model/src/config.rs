@@ -75,12 +75,18 @@ pub struct Faults {
     /// A client re-send (Redis Cluster): `admit` runs, its reply is lost, and
     /// the client sends it again; the caller gets the second reply.
     pub resend: bool,
+    /// The repeats of a call whose outcome is unknown keep failing until the
+    /// caller gives up (a delivery then leaves the event to the platform's
+    /// retry; a holder discards its batch's outcomes and stops).
+    pub give_up: bool,
     /// A replica loses all its local state at any step (and starts again).
     pub crash: bool,
     /// A replica takes no step while time goes on, then resumes.
     pub stall: bool,
     /// A replica shuts down: it stops admitting; its holders finish their run
-    /// and release, or are cancelled at the drain deadline and hand back.
+    /// and release, or are cancelled at the drain deadline and hand back. At
+    /// least one replica stays up (work left by a deployment that stops every
+    /// replica waits for the next one).
     pub shutdown: bool,
     /// The calls that lost replies, duplicates and re-sends can hit.
     pub calls: Calls,
@@ -92,17 +98,20 @@ impl Faults {
         lost_reply: false,
         duplicate: false,
         resend: false,
+        give_up: false,
         crash: false,
         stall: false,
         shutdown: false,
         calls: Calls::NONE,
     };
 
-    /// Lost replies, duplicate executions and re-sends on every call.
+    /// Lost replies, duplicate executions and re-sends on every call, and
+    /// giving a call up.
     pub const CALLS: Self = Self {
         lost_reply: true,
         duplicate: true,
         resend: true,
+        give_up: true,
         calls: Calls::ALL,
         ..Self::NONE
     };

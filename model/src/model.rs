@@ -1009,7 +1009,7 @@ impl ProtocolModel {
                                     out.push(Action::RepeatAdmit { replica, rid, mode });
                                 }
                             }
-                            if faults || age >= cfg.admit_bound() {
+                            if (faults && cfg.faults.give_up) || age >= cfg.admit_bound() {
                                 out.push(Action::GiveUpAdmit { replica, rid });
                             }
                         }
@@ -1040,7 +1040,7 @@ impl ProtocolModel {
                                 }
                             }
                             if let Some(a) = age
-                                && (faults || a >= bound)
+                                && ((faults && cfg.faults.give_up) || a >= bound)
                             {
                                 out.push(Action::GiveUpFinish { replica, token });
                             }
@@ -1058,7 +1058,7 @@ impl ProtocolModel {
                                 }
                             }
                             if let Some(a) = age
-                                && (faults || a >= bound)
+                                && ((faults && cfg.faults.give_up) || a >= bound)
                             {
                                 out.push(Action::GiveUpRelease { replica, token });
                             }
@@ -1126,7 +1126,12 @@ impl ProtocolModel {
             if f.stall && !rep.stalled {
                 out.push(Action::Stall(r));
             }
-            if f.shutdown && !rep.draining && !rep.stalled {
+            let others_open = s
+                .replicas
+                .iter()
+                .enumerate()
+                .any(|(i, o)| usize::from(r) != i && !o.draining);
+            if f.shutdown && !rep.draining && !rep.stalled && others_open {
                 out.push(Action::Shutdown(r));
             }
         }

@@ -95,7 +95,7 @@ fn coverage() {
 fn budget() {
     let which = std::env::var("WHICH").unwrap_or_default();
     let b: u8 = std::env::var("BUDGET").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
-    let fixed = |c: Config| Config { replays_extend_lease: true, fault_budget: b, ..c };
+    let fixed = |c: Config| Config { replays_extend_lease: true, fault_budget: b, faults: Faults { give_up: std::env::var("GIVEUP").is_ok(), ..c.faults }, ..c };
     let q = Config::new(Protocol::Durable, Strategy::Queue);
     let d = Config::new(Protocol::Durable, Strategy::Debounce);
     let all = Faults { crash: true, stall: true, shutdown: true, ..Faults::CALLS };

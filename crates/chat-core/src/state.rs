@@ -669,8 +669,9 @@ pub trait StateBackend: Send + Sync + 'static {
     ///   handed over before (its reply was lost): that batch again.
     /// * the token no longer owns the lease: if the batch is still in flight
     ///   under the token, delete it (a lapsed holder that did finish its batch)
-    ///   — `Released`; if the token released at this seq moments ago,
-    ///   `Released` again; otherwise `Lost`.
+    ///   — `Released`; if the token's batch at this seq was acknowledged
+    ///   within the last minute (or two TTLs, if longer), `Released` again;
+    ///   otherwise `Lost`.
     ///
     /// A slot lease's run is acknowledged and its slot freed: `Released` (`Lost`
     /// when the slot had lapsed and its run was adopted).

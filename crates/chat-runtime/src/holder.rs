@@ -252,10 +252,12 @@ impl Holder {
         }
     }
 
-    /// `finish`, repeated while its outcome is unknown, up to twice the lease's
-    /// TTL (how long the backend remembers an acknowledgement for a repeat).
+    /// `finish`, repeated while its outcome is unknown, for up to
+    /// `state_retry` — and within the minute a backend remembers an
+    /// acknowledgement for a repeat of its call.
     pub(crate) async fn finish(&self, lease: &Lease) -> Result<(Handoff, Instant), StateError> {
-        let until = Instant::now() + lease.ttl() * 2;
+        let retry = self.inner.options.state_retry.min(Duration::from_secs(50));
+        let until = Instant::now() + retry;
         let r = repeat("finish", until, || self.inner.state.finish(lease)).await;
         if let Err(e) = &r {
             tracing::warn!(error = %e, scope = %lease.scope(), "finish failed; the batch runs again under the scope's next holder");

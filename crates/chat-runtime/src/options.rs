@@ -142,10 +142,13 @@ pub struct RuntimeOptions {
     pub max_attempts: u32,
     /// Drain (default) or cancel at shutdown.
     pub shutdown: ShutdownMode,
-    /// How long the runtime repeats an `admit` whose outcome is unknown (a
+    /// How long the runtime repeats a state call whose outcome is unknown (a
     /// timeout or a dropped connection: it may have run) before it gives up on
-    /// learning it. The event is safe either way: in the backend's care, or
-    /// retried by the platform. Default 30 s.
+    /// learning it: an `admit` (the event is then in the backend's care, or
+    /// retried by the platform), a `finish` (its batch then runs again under
+    /// the scope's next holder; at most 50 s, within the minute a backend
+    /// remembers an acknowledgement). Keep it above the state backend's
+    /// client timeout. Default 30 s.
     pub state_retry: Duration,
 }
 

@@ -501,8 +501,9 @@ impl ScopeState {
         {
             self.inflight = None;
         }
-        // A repeat of this call, up to two TTLs later, is answered `Released`.
-        self.acked.insert((token.clone(), seq), now + ttl * 2);
+        // A repeat of this call is answered `Released` for a while.
+        self.acked
+            .insert((token.clone(), seq), now + remembered(ttl));
     }
 
     pub(crate) fn finish(&mut self, lease: &Lease, now: Instant) -> Handoff {
@@ -513,7 +514,8 @@ impl ScopeState {
             let live = self.slots.remove(token).is_some();
             if live || self.slot_runs.contains_key(token) {
                 self.slot_runs.remove(token);
-                self.acked.insert((token.clone(), 0), now + lease.ttl() * 2);
+                self.acked
+                    .insert((token.clone(), 0), now + remembered(lease.ttl()));
                 return Handoff::Released;
             }
             return self.repeat_or_lost(token, 0);
@@ -613,7 +615,8 @@ impl ScopeState {
                 _ => {
                     let acked = self.slot_runs.remove(token).is_some();
                     if acked {
-                        self.acked.insert((token.clone(), 0), now + lease.ttl() * 2);
+                        self.acked
+                            .insert((token.clone(), 0), now + remembered(lease.ttl()));
                     }
                     live || acked || self.acked.contains_key(&(token.clone(), 0))
                 }
@@ -767,6 +770,13 @@ impl ScopeState {
         self.tidy(now);
         (self.live_lease(now).is_none() && self.has_work()) || !self.slot_orphans().is_empty()
     }
+}
+
+/// How long an acknowledgement is remembered for a repeat of its call: two
+/// lease TTLs, and at least a minute (a caller may take several client
+/// timeouts to get through to the backend again).
+fn remembered(ttl: Duration) -> Duration {
+    (ttl * 2).max(Duration::from_secs(60))
 }
 
 impl InFlight {

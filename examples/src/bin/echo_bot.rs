@@ -126,6 +126,7 @@ async fn state(args: &Args) -> Result<Arc<dyn StateBackend>, BoxError> {
             .cluster(args.redis_cluster_urls.iter().cloned())
             .prefix(args.redis_prefix.clone())
             .ack_timeout(Duration::from_millis(args.redis_ack_timeout_ms))
+            .timeout(Duration::from_millis(args.redis_timeout_ms))
             .build()
             .await?;
         tracing::info!("state: Redis Cluster");
@@ -137,6 +138,7 @@ async fn state(args: &Args) -> Result<Arc<dyn StateBackend>, BoxError> {
                 .url(url.clone())
                 .prefix(args.redis_prefix.clone())
                 .ack_timeout(Duration::from_millis(args.redis_ack_timeout_ms))
+                .timeout(Duration::from_millis(args.redis_timeout_ms))
                 .build()
                 .await?;
             tracing::info!("state: Redis");

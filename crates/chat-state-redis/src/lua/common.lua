@@ -21,7 +21,7 @@
 --   * A dedupe mark is "<request id>|<what the admit recorded>", so a repeat of
 --     the same request replays its decision instead of answering duplicate.
 --   * `acked` is a sorted set "<token>:<seq>" -> ms until which a repeated
---     acknowledgement is answered 'released'.
+--     acknowledgement is answered 'released' (two TTLs, at least a minute).
 
 -- The server's clock: (milliseconds, microseconds) since the Unix epoch.
 local function clock()
@@ -161,11 +161,13 @@ local function handed(run, items)
 end
 
 -- An acknowledged batch: a repeat of the acknowledgement answers 'released'
--- for two TTLs.
+-- for two TTLs, and at least a minute (a caller may take several client
+-- timeouts to get through again).
 local function remember_ack(acked, token, seq, ttl, now)
+  local keep = math.max(2 * ttl, 60000)
   redis.call('ZREMRANGEBYSCORE', acked, '-inf', now)
-  redis.call('ZADD', acked, now + 2 * ttl, token .. ':' .. seq)
-  redis.call('PEXPIRE', acked, 2 * ttl)
+  redis.call('ZADD', acked, now + keep, token .. ':' .. seq)
+  redis.call('PEXPIRE', acked, keep)
 end
 
 local function was_acked(acked, token, seq, now)
