@@ -101,7 +101,13 @@ fn now_ms() -> u64 {
 impl Ledger {
     /// Appends one outcome.
     pub fn record(&self, r: &OutcomeRecord) {
-        let end_ms = now_ms();
+        // A run ends when its handler returned, which may be before its
+        // outcome is recorded (once its batch is acknowledged).
+        let end_ms = r.ended_at.map_or_else(now_ms, |t| {
+            t.duration_since(UNIX_EPOCH)
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+                .unwrap_or(0)
+        });
         let line = Line {
             event_id: r.event_id.as_str(),
             thread: r.thread.as_ref().map(ToString::to_string),

@@ -77,6 +77,7 @@ async fn deliver(
                 reason: "adapter",
                 ran_for: None,
                 cancel_latency: None,
+                ended_at: None,
             });
             return adapter.respond(None, &Verdict::Ignored);
         }

@@ -333,6 +333,7 @@ impl Holder {
                 reason,
                 ran_for: None,
                 cancel_latency: None,
+                ended_at: None,
             });
         }
         if batch.lapses >= self.inner.options.max_attempts {

@@ -82,6 +82,10 @@ pub struct OutcomeRecord {
     /// For cancelled handler runs: how long the handler took to return after it
     /// was cancelled.
     pub cancel_latency: Option<Duration>,
+    /// For handler runs: when the handler returned, by the wall clock. A run's
+    /// outcome is recorded once its batch is acknowledged, which can be later
+    /// (the last member of a burst-each batch).
+    pub ended_at: Option<std::time::SystemTime>,
 }
 
 impl OutcomeRecord {
@@ -94,6 +98,7 @@ impl OutcomeRecord {
             reason,
             ran_for: None,
             cancel_latency: None,
+            ended_at: None,
         }
     }
 }

@@ -199,6 +199,7 @@ fn record(
     OutcomeRecord {
         ran_for,
         cancel_latency,
+        ended_at: ran_for.map(|_| std::time::SystemTime::now()),
         ..OutcomeRecord::of(event, outcome, reason)
     }
 }
