@@ -46,13 +46,11 @@ pub async fn on_turn(ctx: Ctx, event: Event, delay: Duration, noop: bool) -> Res
     Ok(())
 }
 
-/// A slash command: answered ephemerally in the HTTP response.
+/// Any slash command, whatever its name: `echo: <text>`, ephemeral — in the
+/// HTTP response, or through the command's `response_url` when the answer
+/// cannot go inline.
 pub async fn on_command(ctx: Ctx, event: Event) -> Result<(), BoxError> {
     let text = format!("echo: {}", event.text().unwrap_or_default());
-    let reply = serde_json::json!({ "response_type": "ephemeral", "text": text });
-    if !ctx.reply(reply) {
-        // Interactions run detached (`inline_interactions` off): post instead.
-        ctx.thread().post(text).await?;
-    }
+    ctx.reply(serde_json::json!({ "response_type": "ephemeral", "text": text }));
     Ok(())
 }

@@ -97,6 +97,30 @@ async fn a_signed_app_mention_gets_200_and_exactly_one_post_in_its_thread() {
     stop(bot).await;
 }
 
+/// echo-bot answers every slash command, whatever its name: `echo: <text>`,
+/// ephemeral, in the HTTP response.
+#[tokio::test]
+async fn every_slash_command_is_echoed_ephemerally() {
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("slash")
+        .slack(fake.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    for (command, trigger) in [("/echo", "1.1.a"), ("/deploy", "1.1.b"), ("/ask", "1.1.c")] {
+        let form = slack::slash_command(command, "status please", trigger);
+        let answer = bot.deliver(&Delivery::slack_command(&form)).await.unwrap();
+        assert_eq!(answer.status, 200, "{command}");
+        let json: Value = serde_json::from_str(&answer.body).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"response_type": "ephemeral", "text": "echo: status please"}),
+            "{command}"
+        );
+    }
+    stop(bot).await;
+}
+
 #[tokio::test]
 async fn a_url_verification_gets_its_challenge() {
     let fake = FakeSlack::start().await;

@@ -67,6 +67,13 @@ pub enum Verdict {
     /// modal's `response_action`): the adapter sends this JSON in its platform's
     /// form.
     Reply(serde_json::Value),
+    /// Accepted, and its handler is still running at the acknowledgement
+    /// deadline (an inline slash command, a slow sync handler). A delivery the
+    /// platform would retry is told to retry, like [`AtCapacity`](Self::AtCapacity)
+    /// (the retry is a duplicate of the work in progress); one it never
+    /// retries (a Slack slash command) is answered that the answer will follow,
+    /// and the handler's reply goes out later ([`PlatformAdapter::reply_later`]).
+    Working,
 }
 
 impl Verdict {
@@ -80,6 +87,7 @@ impl Verdict {
             Self::Failed => "failed",
             Self::Rejected(_) => "rejected",
             Self::Reply(_) => "reply",
+            Self::Working => "working",
         }
     }
 }
@@ -303,6 +311,21 @@ pub trait PlatformAdapter: Send + Sync + 'static {
     ) -> Result<(), AdapterError> {
         let _ = (thread, status);
         Ok(())
+    }
+
+    /// Answers `event` after its HTTP response went out: a handler's reply
+    /// ([`Verdict::Reply`]'s JSON) that could not go inline (its run outlasted
+    /// the acknowledgement deadline, or ran detached). Slack sends it to the
+    /// interaction's `response_url`. Default: [`AdapterError::Unsupported`].
+    async fn reply_later(
+        &self,
+        event: &Event,
+        reply: &serde_json::Value,
+    ) -> Result<(), AdapterError> {
+        let _ = (event, reply);
+        Err(AdapterError::Unsupported(
+            "answering a delivery after its response",
+        ))
     }
 
     /// Called by the runtime right after an event was acknowledged as accepted

@@ -14,7 +14,11 @@ pub(crate) fn respond(verdict: &Verdict) -> Response<Bytes> {
             let body = serde_json::to_vec(json).unwrap_or_default();
             build(StatusCode::OK, "application/json", Bytes::from(body))
         }
-        Verdict::AtCapacity => text(StatusCode::SERVICE_UNAVAILABLE, "at capacity"),
+        // Still running at the deadline: Linear's retry is a duplicate of the
+        // work in progress.
+        Verdict::AtCapacity | Verdict::Working => {
+            text(StatusCode::SERVICE_UNAVAILABLE, "at capacity")
+        }
         Verdict::Rejected(e) => {
             let status = e.status();
             text(status, status.canonical_reason().unwrap_or("rejected"))

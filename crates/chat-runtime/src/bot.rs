@@ -342,6 +342,14 @@ impl BotBuilder {
         self
     }
 
+    /// Handles every slash command no [`on_slash_command`](Self::on_slash_command)
+    /// names (a bot that answers whatever command it is installed with).
+    #[must_use]
+    pub fn on_any_slash_command(mut self, handler: impl Handler) -> Self {
+        self.handlers.any_slash_command = Some(Arc::new(handler));
+        self
+    }
+
     /// Handles modal submissions (`Some(callback_id)` for one modal, `None` for all).
     #[must_use]
     pub fn on_modal_submit(mut self, callback_id: Option<&str>, handler: impl Handler) -> Self {

@@ -32,7 +32,7 @@ struct CtxInner {
     /// Posts made by this run so far: the next post's position.
     positions: Arc<AtomicU32>,
     posted: Arc<AtomicBool>,
-    reply: Option<crate::holder::ReplySlot>,
+    reply: Option<crate::answer::Answer>,
 }
 
 pub(crate) struct CtxParts {
@@ -46,7 +46,7 @@ pub(crate) struct CtxParts {
     pub(crate) attempt: u32,
     pub(crate) lease: Option<Arc<LeaseState>>,
     pub(crate) posted: Arc<AtomicBool>,
-    pub(crate) reply: Option<crate::holder::ReplySlot>,
+    pub(crate) reply: Option<crate::answer::Answer>,
 }
 
 impl Ctx {
@@ -154,20 +154,31 @@ impl Ctx {
         self.inner.fence
     }
 
-    /// Answers the delivery itself, in the HTTP response (a slash command's text,
-    /// a modal's `response_action`): the adapter sends `reply` in its platform's
-    /// form. Only a run that happens before the acknowledgement (sync dispatch)
-    /// can answer; returns `false` otherwise, and the reply is dropped.
+    /// Answers the delivery itself (a slash command's text, a modal's
+    /// `response_action`): the adapter sends `reply` in its platform's form.
+    ///
+    /// A run before the acknowledgement (sync dispatch, inline interactions)
+    /// answers in the HTTP response. When that response has already gone out —
+    /// the run outlasted `ack_timeout`, or ran detached — the reply is sent
+    /// later instead ([`PlatformAdapter::reply_later`]: Slack posts it to the
+    /// interaction's `response_url`), in the background; a failure is logged.
+    /// Returns `true` when the reply goes in the HTTP response.
     pub fn reply(&self, reply: serde_json::Value) -> bool {
-        match &self.inner.reply {
-            Some(slot) => {
-                *slot
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reply);
-                true
+        let reply = match &self.inner.reply {
+            Some(answer) => match answer.reply(reply) {
+                Ok(()) => return true,
+                Err(reply) => reply,
+            },
+            None => reply,
+        };
+        let adapter = Arc::clone(&self.inner.adapter);
+        let event = Arc::clone(&self.inner.event);
+        tokio::spawn(async move {
+            if let Err(e) = adapter.reply_later(&event, &reply).await {
+                tracing::warn!(error = %e, event_id = %event.id, "a reply after the response could not be sent");
             }
-            None => false,
-        }
+        });
+        false
     }
 
     /// The state backend, for the bot's own KV use.

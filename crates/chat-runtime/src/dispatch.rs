@@ -13,9 +13,10 @@ use http::request::Parts;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use crate::answer::Answer;
 use crate::bot::{BotInner, lock};
 use crate::cancel::CancelCause;
-use crate::holder::{Holder, ReplySlot, Work};
+use crate::holder::{Holder, Work};
 use crate::options::{Dispatch, LockScope, ScopeChoice};
 use crate::outcome::{Outcome, OutcomeRecord};
 use crate::retry::repeat;
@@ -33,21 +34,25 @@ pub(crate) async fn deliver_detached(
     crate::sweep::start_sweeper(inner);
     let task_inner = Arc::clone(inner);
     let task_adapter = Arc::clone(&adapter);
-    let task = inner
-        .tracker
-        .spawn(async move { deliver(&task_inner, &task_adapter, &parts, body).await });
+    let answer = Answer::default();
+    let task_answer = answer.clone();
+    let task = inner.tracker.spawn(async move {
+        deliver(&task_inner, &task_adapter, &parts, body, &task_answer).await
+    });
     // The platform must hear back inside its deadline. Past `ack_timeout` it is
-    // told to retry, while the delivery goes on: whatever `admit` decided still
+    // told to retry (or, for what it never retries, that the answer will
+    // follow), while the delivery goes on: whatever `admit` decided still
     // happens (a handler that got the lease runs; the retry is then a duplicate).
     match tokio::time::timeout(inner.options.ack_timeout, task).await {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => {
             tracing::error!(error = %e, "delivery task failed");
-            adapter.respond(None, &Verdict::Failed)
+            adapter.respond(answer.event().map(|e| &**e), &Verdict::Failed)
         }
         Err(_) => {
-            tracing::warn!(name: "ack-timeout", adapter = adapter.name(), "answered before the delivery finished; the platform will retry");
-            adapter.respond(None, &Verdict::AtCapacity)
+            let verdict = answer.timed_out();
+            tracing::warn!(name: "ack-timeout", adapter = adapter.name(), verdict = verdict.name(), "answered before the delivery finished");
+            adapter.respond(answer.event().map(|e| &**e), &verdict)
         }
     }
 }
@@ -57,6 +62,7 @@ async fn deliver(
     adapter: &Arc<dyn PlatformAdapter>,
     parts: &Parts,
     body: Bytes,
+    answer: &Answer,
 ) -> http::Response<Bytes> {
     if let Err(e) = adapter.verify(parts, &body) {
         tracing::info!(name: "webhook-rejected", adapter = adapter.name(), error = %e);
@@ -87,7 +93,11 @@ async fn deliver(
                 inner.recorder.event(&event, Outcome::Ignored, reason);
                 return adapter.respond(Some(&event), &Verdict::Ignored);
             }
-            Ok(_) => Arc::new(*event),
+            Ok(_) => {
+                let event = Arc::new(*event);
+                answer.parsed(&event);
+                event
+            }
             Err(e) => {
                 tracing::warn!(adapter = adapter.name(), event_id = %event.id, error = %e, "resolving the event failed; the platform will retry");
                 inner
@@ -113,11 +123,11 @@ async fn deliver(
             }
             Plan::Control => stop(inner, adapter, &event).await,
             Plan::Admit { gate, serialized } => {
-                admit(inner, adapter, &event, gate, serialized).await
+                admit(inner, adapter, &event, gate, serialized, answer).await
             }
         }
     };
-    let verdict = decide.instrument(span).await;
+    let verdict = answer.finish(decide.instrument(span).await);
     adapter.respond(Some(&event), &verdict)
 }
 
@@ -190,6 +200,7 @@ async fn admit(
     event: &Arc<Event>,
     gate: Gate,
     serialized: bool,
+    answer: &Answer,
 ) -> Verdict {
     let accepted_at = Instant::now();
     if inner.closed.load(Ordering::SeqCst) {
@@ -254,14 +265,14 @@ async fn admit(
     };
     let deadline = deferred.then(|| accepted_at + inner.options.detach_timeout);
     let posted = Arc::new(AtomicBool::new(false));
-    let reply: ReplySlot = Arc::default();
+    answer.admitted();
     let work = Work {
         event: Arc::clone(event),
         skipped: Vec::new(),
         deadline,
         subscribed: Some(admission.subscribed),
         posted: Arc::clone(&posted),
-        reply: (!deferred).then(|| Arc::clone(&reply)),
+        reply: (!deferred).then(|| answer.clone()),
         attempt: 1,
     };
     let ctx = Holder::new(inner, adapter, concurrency);
@@ -282,14 +293,6 @@ async fn admit(
     .await;
     if deferred && verdict == Verdict::Accepted {
         after_ack(inner, adapter, event, posted);
-    }
-    if verdict == Verdict::Accepted
-        && let Some(value) = reply
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-    {
-        return Verdict::Reply(value);
     }
     verdict
 }

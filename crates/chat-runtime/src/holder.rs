@@ -35,14 +35,12 @@ pub(crate) struct Work {
     /// Set once the handler posted into the thread (for the adapter's
     /// first-response duty).
     pub(crate) posted: Arc<AtomicBool>,
-    /// Under sync dispatch: where the handler's direct answer goes.
-    pub(crate) reply: Option<ReplySlot>,
+    /// Under sync dispatch (and inline interactions): the delivery's answer,
+    /// which the handler may give itself.
+    pub(crate) reply: Option<crate::answer::Answer>,
     /// How many times the event has been handed out to run, this time included.
     pub(crate) attempt: u32,
 }
-
-/// A sync handler's direct answer to the delivery.
-pub(crate) type ReplySlot = Arc<std::sync::Mutex<Option<serde_json::Value>>>;
 
 impl Work {
     /// A run handed over by the backend.

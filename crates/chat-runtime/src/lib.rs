@@ -67,6 +67,7 @@
 #![forbid(unsafe_code)]
 
 mod admission;
+mod answer;
 mod bot;
 mod cancel;
 mod ctx;

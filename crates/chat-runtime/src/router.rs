@@ -17,6 +17,8 @@ pub(crate) struct Handlers {
     pub(crate) reaction: Vec<(Option<String>, SharedHandler)>,
     pub(crate) action: Vec<(String, SharedHandler)>,
     pub(crate) slash_command: Vec<(String, SharedHandler)>,
+    /// For slash commands no entry of `slash_command` names.
+    pub(crate) any_slash_command: Option<SharedHandler>,
     pub(crate) modal_submit: Vec<(Option<String>, SharedHandler)>,
     pub(crate) modal_close: Vec<(Option<String>, SharedHandler)>,
     pub(crate) agent_created: Vec<SharedHandler>,
@@ -97,7 +99,9 @@ impl Handlers {
         match &event.kind {
             EventKind::Reaction(r) => by_filter(&self.reaction, &r.emoji),
             EventKind::Action(a) => by_name(&self.action, &a.action_id),
-            EventKind::SlashCommand(c) => by_name(&self.slash_command, &c.command),
+            EventKind::SlashCommand(c) => {
+                by_name(&self.slash_command, &c.command).or_else(|| self.any_slash_command.clone())
+            }
             EventKind::ModalSubmit(m) => by_filter(&self.modal_submit, &m.callback_id),
             EventKind::ModalClose(m) => by_filter(&self.modal_close, &m.callback_id),
             _ => None,

@@ -239,6 +239,14 @@ impl SlackAdapterBuilder {
         self
     }
 
+    /// The ephemeral text a slash command gets when its handler is still
+    /// running at the acknowledgement deadline (its reply follows through the
+    /// command's `response_url`).
+    pub fn working_text(mut self, text: impl Into<String>) -> Self {
+        self.texts.working = text.into();
+        self
+    }
+
     /// The ephemeral text a slash command gets when it failed before the ack.
     pub fn failure_text(mut self, text: impl Into<String>) -> Self {
         self.texts.failed = text.into();
@@ -651,6 +659,39 @@ impl PlatformAdapter for SlackAdapter {
             .await
     }
 
+    /// A slash command's or an action's reply that could not go in the HTTP
+    /// response: sent to the interaction's `response_url` (a string reply is
+    /// an ephemeral text; an object is sent as it is).
+    async fn reply_later(
+        &self,
+        event: &Event,
+        reply: &serde_json::Value,
+    ) -> Result<(), AdapterError> {
+        let url = match &event.kind {
+            EventKind::SlashCommand(c) => c.response_url.as_deref(),
+            EventKind::Action(a) => a.response_url.as_deref(),
+            _ => None,
+        }
+        .ok_or(AdapterError::Unsupported(
+            "this delivery has no response_url to answer later",
+        ))?;
+        if !url.starts_with("https://") && !url.starts_with(origin(self.client.base_url())) {
+            return Err(AdapterError::Unsupported(
+                "a response_url that is not https",
+            ));
+        }
+        let body = match reply {
+            serde_json::Value::String(text) => {
+                serde_json::json!({ "response_type": "ephemeral", "text": text })
+            }
+            other => other.clone(),
+        };
+        self.client_for(&event.thread.tenant)
+            .await?
+            .respond_to(url, &body)
+            .await
+    }
+
     /// `assistant.threads.setStatus` (assistant threads only); `None` clears
     /// it. A channel-level thread has no status: nothing is sent.
     async fn set_status(
@@ -665,5 +706,16 @@ impl PlatformAdapter for SlackAdapter {
             .await?
             .set_assistant_status(&thread.channel, &thread.thread, status.unwrap_or(""))
             .await
+    }
+}
+
+/// The scheme and authority of a URL (`http://127.0.0.1:8080` of
+/// `http://127.0.0.1:8080/api`): a response URL on the configured Web API's
+/// host is accepted besides `https://` ones (tests point both at one fake).
+fn origin(url: &str) -> &str {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    match url[after_scheme..].find('/') {
+        Some(i) => &url[..after_scheme + i],
+        None => url,
     }
 }

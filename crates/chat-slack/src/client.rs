@@ -406,6 +406,29 @@ impl SlackClient {
         self.post_with(channel, thread_ts, text, None).await
     }
 
+    /// Answers an interaction through its `response_url` (a slash command's
+    /// or a button's): `body` is the message (`text`, `response_type`,
+    /// `replace_original`, …). The URL carries its own authorization; Slack
+    /// accepts up to five answers within 30 minutes.
+    pub async fn respond_to(&self, response_url: &str, body: &Value) -> Result<(), AdapterError> {
+        let payload = serde_json::to_vec(body).map_err(|e| AdapterError::Decode(Box::new(e)))?;
+        let response = self
+            .inner
+            .http
+            .post(response_url)
+            .header(CONTENT_TYPE, "application/json; charset=utf-8")
+            .body(payload)
+            .timeout(self.inner.request_timeout)
+            .send()
+            .await
+            .map_err(|e| AdapterError::Transport(Box::new(e)))?;
+        if response.status().is_success() {
+            Ok(())
+        } else {
+            Err(AdapterError::Status(response.status()))
+        }
+    }
+
     /// `chat.postMessage` of one reply of a handler run, carrying its
     /// [`ReplyKey`] as message metadata (event type [`REPLY_EVENT_TYPE`]), so
     /// that [`find_reply`](Self::find_reply) can find it again.

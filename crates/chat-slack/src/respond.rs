@@ -16,17 +16,19 @@ pub const NO_RETRY_HEADER: &str = "x-slack-no-retry";
 pub(crate) struct Texts {
     pub(crate) at_capacity: String,
     pub(crate) failed: String,
+    pub(crate) working: String,
 }
 
 impl Default for Texts {
     fn default() -> Self {
         Self {
-            at_capacity: "The bot is busy right now and could not take your command. \
+            at_capacity: "The bot is at capacity right now and could not take your command. \
                           Please try again in a moment."
                 .to_owned(),
             failed: "Sorry, something went wrong while handling your command. \
                      Please try again."
                 .to_owned(),
+            working: "Working on it: the answer will follow here.".to_owned(),
         }
     }
 }
@@ -36,7 +38,9 @@ pub(crate) fn respond(texts: &Texts, event: Option<&Event>, verdict: &Verdict) -
     match verdict {
         Verdict::Accepted | Verdict::Duplicate | Verdict::Ignored => empty(StatusCode::OK),
         Verdict::AtCapacity if slash_command => ephemeral(&texts.at_capacity),
-        Verdict::AtCapacity => empty(StatusCode::SERVICE_UNAVAILABLE),
+        // Slack never retries a slash command: say the answer will follow.
+        Verdict::Working if slash_command => ephemeral(&texts.working),
+        Verdict::AtCapacity | Verdict::Working => empty(StatusCode::SERVICE_UNAVAILABLE),
         Verdict::Failed if slash_command => ephemeral(&texts.failed),
         Verdict::Failed => empty(StatusCode::INTERNAL_SERVER_ERROR),
         Verdict::Rejected(e) => rejected(e),
@@ -100,4 +104,67 @@ fn json_response(value: &Value) -> Response<Bytes> {
 /// A 200 whose body Slack shows only to the user who ran the command.
 fn ephemeral(text: &str) -> Response<Bytes> {
     json_response(&json!({ "response_type": "ephemeral", "text": text }))
+}
+
+#[cfg(test)]
+mod tests {
+    use chat_core::{EventKind, SlashCommand};
+
+    use super::*;
+
+    fn command() -> Event {
+        let mut e = event();
+        e.kind = EventKind::SlashCommand(SlashCommand {
+            command: "/deploy".into(),
+            text: "prod".into(),
+            user: chat_core::Author::default(),
+            response_url: None,
+            trigger_id: None,
+        });
+        e
+    }
+
+    fn event() -> Event {
+        serde_json::from_value(serde_json::json!({
+            "id": "Ev1",
+            "dedupe_key": "Ev1",
+            "thread": {"platform": "slack", "tenant": "T1", "channel": "C1", "thread": ""},
+            "received_at_ms": 0,
+            "attempt": 0,
+            "kind": {"type": "other", "name": "x", "payload": null},
+        }))
+        .unwrap_or_else(|e| panic!("event: {e}"))
+    }
+
+    fn body(r: &Response<Bytes>) -> Value {
+        serde_json::from_slice(r.body()).unwrap_or(Value::Null)
+    }
+
+    /// A slash command at capacity gets a 200 the user sees, saying so; one
+    /// still running at the deadline gets a 200 saying the answer follows;
+    /// events get 503 either way, so Slack retries them.
+    #[test]
+    fn capacity_and_working_answers_per_kind() {
+        let texts = Texts::default();
+        let cmd = command();
+        let at_capacity = respond(&texts, Some(&cmd), &Verdict::AtCapacity);
+        assert_eq!(at_capacity.status(), StatusCode::OK);
+        assert_eq!(body(&at_capacity)["response_type"], "ephemeral");
+        assert!(
+            body(&at_capacity)["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("at capacity")),
+            "{}",
+            body(&at_capacity)
+        );
+        let working = respond(&texts, Some(&cmd), &Verdict::Working);
+        assert_eq!(working.status(), StatusCode::OK);
+        assert_eq!(body(&working)["text"], texts.working);
+        for verdict in [Verdict::AtCapacity, Verdict::Working] {
+            assert_eq!(
+                respond(&texts, None, &verdict).status(),
+                StatusCode::SERVICE_UNAVAILABLE
+            );
+        }
+    }
 }

@@ -121,7 +121,9 @@ impl Verifier {
     }
 }
 
-/// Decodes exactly 64 hex digits (either case) into 32 bytes.
+/// Decodes exactly 64 **lowercase** hex digits into 32 bytes. Slack sends
+/// lowercase, and its own SDKs compare the lowercase string exactly: an
+/// uppercase digest is not Slack's and is refused.
 fn decode_hex_32(hex: &[u8]) -> Option<[u8; 32]> {
     if hex.len() != 64 {
         return None;
@@ -137,7 +139,6 @@ fn nibble(c: u8) -> Option<u8> {
     match c {
         b'0'..=b'9' => Some(c - b'0'),
         b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
         _ => None,
     }
 }
@@ -174,11 +175,24 @@ mod tests {
         assert_eq!(verifier().verify(&h, BODY.as_bytes(), at(TS)), Ok(()));
     }
 
+    /// The right digest in uppercase hex is refused, as Slack's SDKs refuse
+    /// it (they compare the lowercase string); so is a mixed-case one.
     #[test]
-    fn uppercase_hex_is_accepted() {
+    fn uppercase_hex_is_refused() {
         let upper = format!("v0={}", EXPECTED[3..].to_ascii_uppercase());
         let h = headers("1531420618", &upper);
-        assert_eq!(verifier().verify(&h, BODY.as_bytes(), at(TS)), Ok(()));
+        assert_eq!(
+            verifier().verify(&h, BODY.as_bytes(), at(TS)),
+            Err(WebhookError::BadSignature)
+        );
+        let mut mixed = EXPECTED.to_owned();
+        mixed.replace_range(3..4, &EXPECTED[3..4].to_ascii_uppercase());
+        assert_ne!(mixed, EXPECTED, "the vector starts with a letter");
+        let h = headers("1531420618", &mixed);
+        assert_eq!(
+            verifier().verify(&h, BODY.as_bytes(), at(TS)),
+            Err(WebhookError::BadSignature)
+        );
     }
 
     #[test]

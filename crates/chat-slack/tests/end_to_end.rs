@@ -170,14 +170,22 @@ fn event_request(body: &Value, extra: &[(&str, &str)]) -> http::Request<Full<Byt
 
 /// A slash command (form body), signed now.
 fn command_request(command: &str, text: &str) -> http::Request<Full<Bytes>> {
+    command_request_to(command, text, "https://hooks.slack.com/commands/T0001/1/x")
+}
+
+/// A slash command whose `response_url` is `response_url`.
+fn command_request_to(command: &str, text: &str, response_url: &str) -> http::Request<Full<Bytes>> {
     let body = format!(
         "token=gIkuvaNzQIHg97ATvDxqgjtO&team_id={TEAM}&team_domain=example&channel_id={CHANNEL}\
          &channel_name=deploys&user_id=U0HUMAN&user_name=ana&command={}&text={}\
          &api_app_id=A0APP&is_enterprise_install=false\
-         &response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT0001%2F1%2Fx\
-         &trigger_id=13345224609.738474920.8088930838d88f008e0",
+         &response_url={}\
+         &trigger_id=13345224609.738474920.8088930838d88f008e0{}",
         url_encode(command),
         url_encode(text),
+        url_encode(response_url),
+        // One trigger per command: a command's retry has the same one.
+        url_encode(command.trim_start_matches('/')),
     );
     request_signed(
         SECRET,
@@ -488,6 +496,63 @@ async fn a_slash_command_answers_with_the_handlers_reply() {
         finish(&bot).await;
         assert!(fake.calls().is_empty(), "answered in the response only");
     }
+}
+
+/// A slash command whose inline handler is still running at the ack deadline
+/// is answered 200 with the visible "working" text (Slack never retries a
+/// command), and the handler's reply follows through the `response_url`.
+#[tokio::test(start_paused = true)]
+async fn a_slow_slash_command_is_answered_working_and_replies_later() {
+    let fake = FakeSlack::start().await;
+    let bot = Bot::builder()
+        .state(MemoryState::new())
+        .adapter(adapter(&fake).build().unwrap())
+        .options(RuntimeOptions {
+            ack_timeout: Duration::from_secs(2),
+            ..deferred()
+        })
+        .on_any_slash_command(|ctx: Ctx, event: Event| async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            on_status(ctx, event).await
+        })
+        .build()
+        .unwrap();
+    let url = fake.response_url("commands/T0001/1/x");
+    let answer = deliver(&bot, command_request_to("/deploy", "prod", &url)).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(answer.json()["response_type"], "ephemeral");
+    assert!(
+        answer.json()["text"]
+            .as_str()
+            .unwrap()
+            .contains("Working on it"),
+        "{}",
+        answer.json()
+    );
+    let later = fake
+        .wait_for_calls("response_url", 1, Duration::from_secs(10))
+        .await;
+    assert_eq!(later.len(), 1);
+    assert_eq!(later[0].body, json!({"text": "prod is green"}));
+    finish(&bot).await;
+}
+
+/// Any slash command reaches `on_any_slash_command` when no handler names it.
+#[tokio::test(start_paused = true)]
+async fn any_slash_command_reaches_the_catch_all_handler() {
+    let fake = FakeSlack::start().await;
+    let bot = Bot::builder()
+        .state(MemoryState::new())
+        .adapter(adapter(&fake).build().unwrap())
+        .options(deferred())
+        .on_any_slash_command(on_status)
+        .build()
+        .unwrap();
+    for command in ["/status", "/whatever"] {
+        let answer = deliver(&bot, command_request(command, "x")).await;
+        assert_eq!(answer.json(), json!({"text": "x is green"}), "{command}");
+    }
+    finish(&bot).await;
 }
 
 // ---------------------------------------------------------------- capacity

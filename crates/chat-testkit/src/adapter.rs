@@ -167,7 +167,9 @@ impl PlatformAdapter for ScriptedAdapter {
 
     fn respond(&self, _event: Option<&Event>, verdict: &Verdict) -> http::Response<Bytes> {
         match verdict {
-            Verdict::AtCapacity => status(http::StatusCode::SERVICE_UNAVAILABLE, Bytes::new()),
+            Verdict::AtCapacity | Verdict::Working => {
+                status(http::StatusCode::SERVICE_UNAVAILABLE, Bytes::new())
+            }
             Verdict::Failed => status(http::StatusCode::INTERNAL_SERVER_ERROR, Bytes::new()),
             Verdict::Rejected(e) => status(e.status(), Bytes::new()),
             Verdict::Reply(v) => status(http::StatusCode::OK, Bytes::from(v.to_string())),

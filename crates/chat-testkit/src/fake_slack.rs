@@ -232,6 +232,7 @@ impl FakeSlack {
         let shared = Arc::new(Shared::default());
         let app = Router::new()
             .route("/api/{method}", post(answer))
+            .route("/hooks/{*path}", post(response_url))
             .with_state(Arc::clone(&shared));
         let (addr, server) = serve(app).await?;
         Ok(Self {
@@ -240,6 +241,12 @@ impl FakeSlack {
             addr,
             _server: Arc::new(server),
         })
+    }
+
+    /// A `response_url` on this fake (`http://127.0.0.1:{port}/hooks/{path}`):
+    /// what is posted to it is recorded as a call of the method `response_url`.
+    pub fn response_url(&self, path: &str) -> String {
+        format!("http://{}/hooks/{path}", self.addr)
     }
 
     /// The Web API base URL, `http://127.0.0.1:{port}/api`; a call of
@@ -399,6 +406,31 @@ async fn answer(
         response.headers_mut().insert(name, value);
     }
     response
+}
+
+/// A post to an interaction's `response_url` (`{base}/hooks/…`): recorded as a
+/// call of the method `response_url`, answered `ok` as Slack does.
+async fn response_url(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    raw_body: Bytes,
+) -> Response {
+    let body: Value = serde_json::from_slice(&raw_body).unwrap_or(Value::Null);
+    let content_type = headers
+        .get(CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    shared.lock().calls.push(SlackCall {
+        method: "response_url".to_owned(),
+        body,
+        raw_body,
+        authorization: None,
+        content_type,
+        at: Instant::now(),
+        status: StatusCode::OK,
+        ok: true,
+    });
+    shared.recorded.notify_waiters();
+    Response::new(Body::from("ok"))
 }
 
 /// What Slack answers when `method` succeeds.

@@ -57,7 +57,7 @@ async fn main() -> Result<(), BoxError> {
         .on_subscribed_message(turn)
         .on_agent_session_created(turn)
         .on_agent_session_prompted(turn)
-        .on_slash_command("/echo", echo::on_command);
+        .on_any_slash_command(echo::on_command);
 
     let mut routes = Router::new();
     let mut mounted = Vec::new();

@@ -1,0 +1,89 @@
+//! A delivery's HTTP answer, shared between the ack path (which must answer by
+//! `ack_timeout`) and an inline run (whose handler may answer the delivery
+//! itself with [`Ctx::reply`](crate::Ctx::reply)).
+
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use chat_core::{Event, Verdict};
+
+#[derive(Default)]
+enum State {
+    /// Not answered yet; the handler's reply, once it gave one.
+    #[default]
+    Open,
+    Replied(serde_json::Value),
+    /// The HTTP answer went out: a reply now goes out later.
+    Sent,
+}
+
+/// One delivery's answer. Cheap to clone.
+#[derive(Clone, Default)]
+pub(crate) struct Answer {
+    inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    event: OnceLock<Arc<Event>>,
+    /// The event was admitted: its run is in progress.
+    admitted: OnceLock<()>,
+    state: Mutex<State>,
+}
+
+impl Answer {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn parsed(&self, event: &Arc<Event>) {
+        let _ = self.inner.event.set(Arc::clone(event));
+    }
+
+    pub(crate) fn admitted(&self) {
+        let _ = self.inner.admitted.set(());
+    }
+
+    pub(crate) fn event(&self) -> Option<&Arc<Event>> {
+        self.inner.event.get()
+    }
+
+    /// A handler's reply: kept for the HTTP answer, or given back when that
+    /// answer was already sent (the caller sends it later).
+    pub(crate) fn reply(&self, value: serde_json::Value) -> Result<(), serde_json::Value> {
+        let mut state = self.state();
+        match *state {
+            State::Sent => Err(value),
+            _ => {
+                *state = State::Replied(value);
+                Ok(())
+            }
+        }
+    }
+
+    /// The delivery's own verdict is ready: the handler's reply, if it gave
+    /// one, takes the place of an acceptance. The answer is sent.
+    pub(crate) fn finish(&self, verdict: Verdict) -> Verdict {
+        let mut state = self.state();
+        let replied = std::mem::replace(&mut *state, State::Sent);
+        match (verdict, replied) {
+            (Verdict::Accepted, State::Replied(value)) => Verdict::Reply(value),
+            (verdict, _) => verdict,
+        }
+    }
+
+    /// `ack_timeout` passed first: a reply already given goes out now; an
+    /// admitted event still running is `Working`; anything else is told to
+    /// retry.
+    pub(crate) fn timed_out(&self) -> Verdict {
+        let mut state = self.state();
+        let replied = std::mem::replace(&mut *state, State::Sent);
+        match replied {
+            State::Replied(value) => Verdict::Reply(value),
+            _ if self.inner.admitted.get().is_some() => Verdict::Working,
+            _ => Verdict::AtCapacity,
+        }
+    }
+}
