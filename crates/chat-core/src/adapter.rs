@@ -328,6 +328,16 @@ pub trait PlatformAdapter: Send + Sync + 'static {
         ))
     }
 
+    /// Called by the runtime when a stop request ended a turn (the running
+    /// handler was cancelled with `StopRequested` and did not post anything
+    /// after it), or arrived while nothing ran: `event` is the stopped turn's
+    /// event, or the stop request itself. The place for a platform's closing
+    /// duty (Linear ends the session with a final activity, or it stays
+    /// "working"). Failures are the adapter's to log. Default: nothing to do.
+    async fn stopped(&self, event: &Event) {
+        let _ = event;
+    }
+
     /// Called by the runtime right after an event was acknowledged as accepted
     /// under deferred dispatch, before its handler may have posted anything: the
     /// place for a platform's first-response duty (Linear's first activity within

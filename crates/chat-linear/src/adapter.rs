@@ -32,6 +32,8 @@ use crate::{inbound, respond, signature};
 pub const DEFAULT_ENDPOINT: &str = "https://api.linear.app/graphql";
 /// The default text of the automatic first thought.
 pub const DEFAULT_FIRST_THOUGHT: &str = "Thinking…";
+/// The default final activity after a stop request.
+pub const DEFAULT_STOPPED: &str = "Stopped.";
 
 /// How long the automatic first thought may take, rate-limit waits included:
 /// inside Linear's 10 s first-activity rule.
@@ -104,6 +106,7 @@ struct Inner {
     clock: Arc<dyn Clock>,
     config: Config,
     first_thought: Option<String>,
+    stopped: Option<String>,
     first: FirstActivity,
     client: GraphqlClient,
     installations: Option<Installations>,
@@ -161,6 +164,7 @@ pub struct LinearAdapterBuilder {
     max_body: usize,
     clock: Arc<dyn Clock>,
     first_thought: Option<String>,
+    stopped: Option<String>,
     request_timeout: Duration,
     retry_budget: Duration,
     max_retries: u32,
@@ -197,6 +201,7 @@ impl Default for LinearAdapterBuilder {
             max_body: 1024 * 1024,
             clock: Arc::new(SystemClock),
             first_thought: Some(DEFAULT_FIRST_THOUGHT.to_owned()),
+            stopped: Some(DEFAULT_STOPPED.to_owned()),
             request_timeout: Duration::from_secs(10),
             retry_budget: Duration::from_secs(30),
             max_retries: 3,
@@ -336,6 +341,15 @@ impl LinearAdapterBuilder {
         self
     }
 
+    /// The final `response` activity that ends a session after a stop
+    /// request (default [`DEFAULT_STOPPED`]), unless the stopped handler posted
+    /// its own; `None` sends nothing (the session then stays "working" in
+    /// Linear until something else ends it).
+    pub fn stopped_text(mut self, text: Option<&str>) -> Self {
+        self.stopped = text.map(str::to_owned);
+        self
+    }
+
     /// The timeout of one HTTP request (default 10 s; shortened to a deadline).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
@@ -418,6 +432,7 @@ impl LinearAdapterBuilder {
                     lifecycle_events: self.installations.is_some(),
                 },
                 first_thought: self.first_thought,
+                stopped: self.stopped,
                 first: FirstActivity::default(),
                 client: GraphqlClient {
                     http,
@@ -914,6 +929,30 @@ impl PlatformAdapter for LinearAdapter {
                 .await
                 .map(drop),
             _ => Ok(()),
+        }
+    }
+
+    /// Ends a stopped session with the final `response` activity Linear
+    /// expects, so it does not stay "working".
+    async fn stopped(&self, event: &Event) {
+        let Some(text) = self.inner.stopped.as_deref() else {
+            return;
+        };
+        let Ok(LinearThread::AgentSession { session_id }) = Self::linear_thread(&event.thread)
+        else {
+            return;
+        };
+        let sent = self
+            .send_activity(
+                Some(&event.thread.tenant),
+                Some(Instant::now() + FIRST_THOUGHT_BUDGET),
+                session_id,
+                &Activity::response(text),
+                false,
+            )
+            .await;
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, "linear: the final activity after a stop failed");
         }
     }
 

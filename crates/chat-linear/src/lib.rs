@@ -177,7 +177,8 @@ pub use activity::{
     Activity, ActivityContent, ExternalUrl, PlanStatus, PlanStep, SessionUpdate, Signal,
 };
 pub use adapter::{
-    Credential, DEFAULT_ENDPOINT, DEFAULT_FIRST_THOUGHT, LinearAdapter, LinearAdapterBuilder,
+    Credential, DEFAULT_ENDPOINT, DEFAULT_FIRST_THOUGHT, DEFAULT_STOPPED, LinearAdapter,
+    LinearAdapterBuilder,
 };
 pub use clock::{Clock, SystemClock};
 pub use error::{BuildError, DeadlineExceeded};

@@ -31,6 +31,10 @@ fn handler(log: Log) -> impl Fn(Ctx, Event) -> futures_like::Boxed + Send + Sync
         Box::pin(async move {
             let text = event.text().map(str::to_owned);
             let answer = match text.as_deref() {
+                Some(t) if t.contains("polite") => {
+                    ctx.cancelled().await;
+                    Some("Stopping, as you asked.".to_owned())
+                }
                 Some(t) if t.contains("wait") => {
                     tokio::select! {
                         () = tokio::time::sleep(Duration::from_secs(30)) => Some("late".to_owned()),
@@ -181,8 +185,11 @@ async fn a_prompt_is_answered_in_its_session() {
     assert_eq!(sent[0].input()["agentSessionId"], common::SESSION);
 }
 
+/// A stop cancels the running handler, which posts no answer; the session is
+/// then ended with exactly one final `response` activity (Linear shows it as
+/// "working" otherwise), schema-valid.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stop_cancels_the_running_handler_and_nothing_is_posted_after_it() {
+async fn a_stop_cancels_the_running_handler_and_ends_the_session_once() {
     let a = agent(|b| b.first_thought(false)).await;
     assert_eq!(
         a.send(
@@ -203,9 +210,60 @@ async fn a_stop_cancels_the_running_handler_and_nothing_is_posted_after_it() {
     assert_eq!(runs[0].text.as_deref(), Some("please wait here"));
     assert_eq!(runs[0].cause, Some(CancelCause::StopRequested));
     a.finish().await;
-    // The stop started no handler, and the cancelled one posted nothing.
+    // The stop started no handler, and the cancelled one posted nothing: the
+    // one activity is the adapter's closing response.
     assert_eq!(a.log.lock().unwrap().len(), 1);
-    assert!(a.activities().is_empty(), "{:?}", a.activities());
+    let sent = a.fake.calls_of("AgentActivityCreate");
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].input()["agentSessionId"], common::SESSION);
+    assert_eq!(sent[0].input()["content"]["type"], "response");
+    assert_eq!(
+        sent[0].input()["content"]["body"],
+        chat_linear::DEFAULT_STOPPED
+    );
+}
+
+/// A handler that answers the stop itself says the last word: the adapter's
+/// closing activity is not sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_answers_a_stop_says_the_last_word() {
+    let a = agent(|b| b.first_thought(false)).await;
+    a.send(&payloads::session_prompted("act-p", "be polite"), "d-11")
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    a.send(&payloads::session_stop("act-stop-p"), "d-12").await;
+    a.wait_runs(1).await;
+    a.finish().await;
+    assert_eq!(
+        a.activities(),
+        [("response".to_owned(), "Stopping, as you asked.".to_owned())]
+    );
+}
+
+/// A stop with nothing running ends the session too; a configured text is
+/// used; `None` turns it off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_with_nothing_running_still_ends_the_session() {
+    let a = agent(|b| {
+        b.first_thought(false)
+            .stopped_text(Some("Halted as asked."))
+    })
+    .await;
+    assert_eq!(
+        a.send(&payloads::session_stop("act-stop-2"), "d-9").await,
+        200
+    );
+    a.finish().await;
+    let sent = a.fake.calls_of("AgentActivityCreate");
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].input()["content"]["body"], "Halted as asked.");
+
+    let quiet = agent(|b| b.first_thought(false).stopped_text(None)).await;
+    quiet
+        .send(&payloads::session_stop("act-stop-3"), "d-10")
+        .await;
+    quiet.finish().await;
+    assert!(quiet.fake.calls_of("AgentActivityCreate").is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -282,6 +282,8 @@ async fn everything_the_client_sends() -> Vec<Value> {
         other => panic!("{other:?}"),
     };
     linear.after_ack(&created, &|| false).await;
+    // The closing activity after a stop.
+    linear.stopped(&created).await;
 
     fake.calls().into_iter().map(|r| r.body).collect()
 }

@@ -45,6 +45,8 @@ pub(crate) struct CtxParts {
     pub(crate) fence: Option<u64>,
     pub(crate) attempt: u32,
     pub(crate) lease: Option<Arc<LeaseState>>,
+    /// Posts made through the run's thread handle so far.
+    pub(crate) positions: Arc<AtomicU32>,
     pub(crate) posted: Arc<AtomicBool>,
     pub(crate) reply: Option<crate::answer::Answer>,
 }
@@ -62,7 +64,7 @@ impl Ctx {
                 fence: p.fence,
                 attempt: p.attempt,
                 lease: p.lease,
-                positions: Arc::default(),
+                positions: p.positions,
                 posted: p.posted,
                 reply: p.reply,
             }),

@@ -175,6 +175,13 @@ async fn stop(
             run.cancel.cancel(CancelCause::StopRequested);
         }
     }
+    if let Ok((CancelOutcome::NoHolder, _)) = answer {
+        // Nothing ran: the platform's closing word now.
+        let (adapter, event) = (Arc::clone(adapter), Arc::clone(event));
+        inner
+            .tracker
+            .spawn(async move { adapter.stopped(&event).await });
+    }
     match answer {
         Ok((CancelOutcome::Duplicate, _)) => {
             inner.recorder.event(event, Outcome::Duplicate, "duplicate");

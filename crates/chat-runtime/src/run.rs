@@ -4,7 +4,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use chat_core::{Event, EventKind};
 use futures_util::FutureExt;
@@ -40,6 +40,7 @@ impl Holder {
             return End::Done(record(&event, Outcome::Ignored, "no-handler", None, None));
         };
         let cancel = Cancel::new();
+        let positions: Arc<AtomicU32> = Arc::default();
         let scope = held.map(|h| h.lease.scope().clone());
         if let (Some(scope), Some(held)) = (&scope, held) {
             lock(&inner.runs)
@@ -60,11 +61,15 @@ impl Holder {
             fence: held.map(|h| h.lease.fence()),
             attempt: work.attempt,
             lease: held.map(|h| Arc::clone(h.state())),
+            positions: Arc::clone(&positions),
             posted: work.posted,
             reply: work.reply,
         });
         let started = Instant::now();
         let mut cancelled_at = None;
+        // Posts made before a stop request: a handler that posts after it
+        // said its own last word.
+        let mut posts_at_cancel = 0;
         let span = tracing::info_span!(
             "handler",
             event_id = %event.id,
@@ -105,6 +110,7 @@ impl Holder {
                     }
                     if cancel.is_cancelled() && cancelled_at.is_none() {
                         cancelled_at = Some(Instant::now());
+                        posts_at_cancel = positions.load(Ordering::SeqCst);
                     }
                 }
             }
@@ -138,7 +144,18 @@ impl Holder {
                 }
             }
             (Some(CancelCause::DeadlineExceeded), _) => (Outcome::DeadlineExceeded, "budget"),
-            (Some(CancelCause::StopRequested), _) => (Outcome::Cancelled, "stop-requested"),
+            (Some(CancelCause::StopRequested), _) => {
+                if positions.load(Ordering::SeqCst) == posts_at_cancel {
+                    // The handler said nothing after the stop: the platform's
+                    // closing word (Linear's final activity).
+                    let adapter = Arc::clone(&self.adapter);
+                    let event = Arc::clone(&event);
+                    inner
+                        .tracker
+                        .spawn(async move { adapter.stopped(&event).await });
+                }
+                (Outcome::Cancelled, "stop-requested")
+            }
             (_, Ok(Ok(()))) => (Outcome::Ran, "ok"),
             (_, Ok(Err(e))) => {
                 tracing::warn!(error = %e, event_id = %event.id, "handler failed");
