@@ -100,6 +100,10 @@ pub fn strategy_name(strategy: ConcurrencyArg) -> String {
 
 /// The thread everything in Slack happens in: the mention's `ts`.
 const THREAD: &str = "1700000000.000100";
+/// A thread of step 4b, mentioned for the first time.
+const NEW_THREAD: &str = "1700000030.000100";
+/// Its follow-up, typed inside the mention's window.
+const FOLLOW_UP_TS: &str = "1700000030.000200";
 /// The post whose `app_mention` and `message` twins arrive.
 const TWIN_TS: &str = "1700000010.000200";
 /// echo-bot's shutdown deadline.
@@ -375,6 +379,7 @@ impl Demo<'_> {
         self.retry().await?;
         self.twins().await?;
         self.burst().await?;
+        self.follow_ups().await?;
         self.slash_command().await?;
         self.agent_session().await?;
         self.stats().await
@@ -498,6 +503,64 @@ impl Demo<'_> {
             .collect();
         self.expect_outcomes(&view, &expected)?;
         self.expect_posts(&view, promise.posts, promise.ordered)
+    }
+
+    /// Under the window strategies: a mention in a new thread, and a plain
+    /// follow-up typed inside its window before the first run — in a thread
+    /// nobody subscribed yet — joins it.
+    async fn follow_ups(&mut self) -> Result<(), BoxError> {
+        let (outcomes, posts): ([&str; 2], &[&str]) = match self.strategy {
+            ConcurrencyArg::Burst => (
+                [SUPERSEDED, RAN],
+                &["echo: a new topic | and one more thing"],
+            ),
+            ConcurrencyArg::BurstEach => (
+                [RAN, RAN],
+                &["echo: a new topic", "echo: and one more thing"],
+            ),
+            ConcurrencyArg::Debounce => ([SUPERSEDED, RAN], &["echo: and one more thing"]),
+            _ => return Ok(()),
+        };
+        self.heading(
+            "4b",
+            "A follow-up typed inside the window of a new thread's first mention",
+        )?;
+        writeln!(
+            self.out,
+            "    (the thread is not subscribed yet: the follow-up joins the waiting work)"
+        )?;
+        let mark = self.mark();
+        let text = slack::mentioning("a new topic");
+        let mention = slack::app_mention("Ev30", NEW_THREAD, None, &text);
+        let first = self
+            .deliver(
+                "app_mention",
+                "Ev30",
+                &text,
+                Delivery::slack_event(&mention),
+            )
+            .await?;
+        let follow_up =
+            slack::message("Ev31", FOLLOW_UP_TS, Some(NEW_THREAD), "and one more thing");
+        let second = self
+            .deliver(
+                "message",
+                "Ev31",
+                "and one more thing",
+                Delivery::slack_event(&follow_up),
+            )
+            .await?;
+        let view = self
+            .settle(mark, |v| {
+                !v.outcomes("Ev30").is_empty()
+                    && !v.outcomes("Ev31").is_empty()
+                    && v.posts().len() >= posts.len()
+            })
+            .await;
+        self.flush()?;
+        self.check_status(&[&first, &second], 200)?;
+        self.expect_outcomes(&view, &[("Ev30", outcomes[0]), ("Ev31", outcomes[1])])?;
+        self.expect_posts_in(&view, NEW_THREAD, posts, true)
     }
 
     async fn slash_command(&mut self) -> Result<(), BoxError> {
@@ -965,7 +1028,7 @@ impl Demo<'_> {
 
     // ------------------------------------------------------------ helpers
 
-    fn heading(&mut self, n: usize, title: &str) -> std::io::Result<()> {
+    fn heading(&mut self, n: impl std::fmt::Display, title: &str) -> std::io::Result<()> {
         writeln!(self.out)?;
         writeln!(self.out, "{n}. {title}")
     }
@@ -1172,12 +1235,23 @@ impl Demo<'_> {
         expected: &[&str],
         ordered: bool,
     ) -> Result<(), BoxError> {
+        self.expect_posts_in(view, THREAD, expected, ordered)
+    }
+
+    /// What was posted, all of it in `thread`.
+    fn expect_posts_in(
+        &mut self,
+        view: &View,
+        thread: &str,
+        expected: &[&str],
+        ordered: bool,
+    ) -> Result<(), BoxError> {
         let mut seen = view.posts();
         let in_thread = view
             .slack
             .iter()
             .filter(|c| c.method == "chat.postMessage")
-            .all(|c| c.body["channel"] == slack::CHANNEL && c.body["thread_ts"] == THREAD);
+            .all(|c| c.body["channel"] == slack::CHANNEL && c.body["thread_ts"] == thread);
         let mut wanted = expected.to_vec();
         if !ordered {
             seen.sort_unstable();

@@ -341,6 +341,50 @@ async fn sigterm_during_a_slow_handler_exits_cleanly_within_the_deadline() {
     assert_eq!(outcomes, [("Ev01", "message-cancelled")]);
 }
 
+/// Under burst, follow-ups typed in the thread inside the window — plain
+/// messages in a thread nobody subscribed yet — join the mention's batch: one
+/// reply with all four.
+#[tokio::test]
+async fn follow_ups_inside_a_burst_window_are_answered_in_the_one_reply() {
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("burst-follow-ups")
+        .slack(fake.base_url())
+        .env("CHAT_CONCURRENCY", "burst")
+        .env("CHAT_BURST_WINDOW_MS", "1000")
+        .spawn()
+        .await
+        .unwrap();
+    let mention = slack::app_mention("Ev01", ROOT_TS, None, &slack::mentioning("A"));
+    assert_eq!(
+        bot.deliver(&Delivery::slack_event(&mention))
+            .await
+            .unwrap()
+            .status,
+        200
+    );
+    for (id, ts, text) in [
+        ("Ev02", "1700000000.000200", "B"),
+        ("Ev03", "1700000000.000300", "C"),
+        ("Ev04", "1700000000.000400", "D"),
+    ] {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let follow_up = slack::message(id, ts, Some(ROOT_TS), text);
+        let answer = bot
+            .deliver(&Delivery::slack_event(&follow_up))
+            .await
+            .unwrap();
+        assert_eq!(answer.status, 200);
+    }
+    bot.wait_for_outcomes("handler-ran", 1, PATIENCE)
+        .await
+        .unwrap();
+    let posts = fake.calls_of("chat.postMessage");
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    assert_eq!(posts[0].body["text"], "echo: A | B | C | D");
+    assert_eq!(posts[0].body["thread_ts"], ROOT_TS);
+    stop(bot).await;
+}
+
 #[tokio::test]
 async fn a_burst_during_a_slow_handler_is_echoed_in_join_order_under_the_queue_strategy() {
     let fake = FakeSlack::start().await;

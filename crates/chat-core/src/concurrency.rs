@@ -78,7 +78,7 @@ impl Default for QueueOptions {
         Self {
             max_size: 10,
             on_full: OnFull::DropOldest,
-            entry_ttl: Duration::from_secs(90),
+            entry_ttl: default_entry_ttl(),
         }
     }
 }
@@ -124,12 +124,18 @@ pub struct DebounceOptions {
     /// The quiet period after the last replacement before the pending event runs.
     /// Default 1.5 s.
     pub interval: Duration,
+    /// A pending event older than this when its holder takes it (the holder
+    /// was busy with a long run) is recorded `Expired` instead of running.
+    /// Default 90 s, as for the queue.
+    #[serde(default = "default_entry_ttl")]
+    pub entry_ttl: Duration,
 }
 
 impl Default for DebounceOptions {
     fn default() -> Self {
         Self {
             interval: Duration::from_millis(1500),
+            entry_ttl: default_entry_ttl(),
         }
     }
 }
@@ -141,6 +147,18 @@ impl DebounceOptions {
         self.interval = interval;
         self
     }
+
+    /// Sets how long the pending event may wait.
+    #[must_use]
+    pub fn entry_ttl(mut self, entry_ttl: Duration) -> Self {
+        self.entry_ttl = entry_ttl;
+        self
+    }
+}
+
+/// The default time an entry may wait before it is recorded `Expired`: 90 s.
+fn default_entry_ttl() -> Duration {
+    Duration::from_secs(90)
 }
 
 /// Options of [`Concurrency::Burst`].
@@ -159,6 +177,11 @@ pub struct BurstOptions {
     pub max_waiting: usize,
     /// One handler call per batch, or one per member.
     pub mode: BurstMode,
+    /// A member that waited longer than this when its batch is handed over
+    /// (the holder was busy with earlier batches) is recorded `Expired`
+    /// instead of running, in either mode. Default 90 s, as for the queue.
+    #[serde(default = "default_entry_ttl")]
+    pub entry_ttl: Duration,
 }
 
 impl Default for BurstOptions {
@@ -168,6 +191,7 @@ impl Default for BurstOptions {
             max_batch: None,
             max_waiting: 100,
             mode: BurstMode::Collapse,
+            entry_ttl: default_entry_ttl(),
         }
     }
 }
@@ -198,6 +222,13 @@ impl BurstOptions {
     #[must_use]
     pub fn mode(mut self, mode: BurstMode) -> Self {
         self.mode = mode;
+        self
+    }
+
+    /// Sets how long a member may wait.
+    #[must_use]
+    pub fn entry_ttl(mut self, entry_ttl: Duration) -> Self {
+        self.entry_ttl = entry_ttl;
         self
     }
 }

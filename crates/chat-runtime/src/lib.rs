@@ -93,6 +93,8 @@ pub use chat_core::{
 };
 pub use ctx::{Ctx, Thread};
 pub use handler::{Handler, HandlerFuture};
-pub use options::{BuildError, Dispatch, LockScope, RuntimeOptions, ScopeChoice, ShutdownMode};
+pub use options::{
+    BuildError, Dispatch, LockScope, MAX_DURATION, RuntimeOptions, ScopeChoice, ShutdownMode,
+};
 pub use outcome::{Observer, Outcome, OutcomeRecord};
 pub use webhook::WebhookService;

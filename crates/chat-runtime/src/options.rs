@@ -237,7 +237,31 @@ pub enum BuildError {
     /// `max_attempts` of zero: no event could ever run again after a crash.
     #[error("max_attempts must be positive")]
     ZeroMaxAttempts,
+    /// A dedupe TTL of zero would let every retry run again.
+    #[error("dedupe_ttl must be positive")]
+    ZeroDedupeTtl,
+    /// A sweep interval of zero (use `None` to turn the sweep off).
+    #[error("sweep_interval must be positive (None turns the sweep off)")]
+    ZeroSweepInterval,
+    /// The budget must outlast the burst window under `Collapse`, or a lone
+    /// event would always expire before its window closed.
+    #[error(
+        "detach_timeout ({detach_timeout:?}) must be longer than the burst window ({window:?})"
+    )]
+    DetachTimeoutNotAboveBurstWindow {
+        /// The configured budget.
+        detach_timeout: Duration,
+        /// The burst window.
+        window: Duration,
+    },
+    /// A duration too long to add to a clock reading (above ten years).
+    #[error("{0} is longer than ten years")]
+    DurationTooLong(&'static str),
 }
+
+/// The longest duration an option may hold: long enough for anything a bot
+/// means, short enough that adding it to a clock reading never overflows.
+pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60);
 
 impl RuntimeOptions {
     /// Checks the combination; `build()` calls this.
@@ -257,6 +281,33 @@ impl RuntimeOptions {
         }
         if self.max_attempts == 0 {
             return Err(BuildError::ZeroMaxAttempts);
+        }
+        if self.dedupe_ttl.is_zero() {
+            return Err(BuildError::ZeroDedupeTtl);
+        }
+        if self.sweep_interval.is_some_and(|d| d.is_zero()) {
+            return Err(BuildError::ZeroSweepInterval);
+        }
+        let entry_ttl = match self.concurrency {
+            Concurrency::Queue(q) => Some(q.entry_ttl),
+            Concurrency::Debounce(d) => Some(d.entry_ttl),
+            Concurrency::Burst(b) => Some(b.entry_ttl),
+            _ => None,
+        };
+        for (name, d) in [
+            ("detach_timeout", Some(self.detach_timeout)),
+            ("dedupe_ttl", Some(self.dedupe_ttl)),
+            ("lock_ttl", Some(self.lock_ttl)),
+            ("max_lock_lifetime", Some(self.max_lock_lifetime)),
+            ("sync_slot_wait", Some(self.sync_slot_wait)),
+            ("ack_timeout", Some(self.ack_timeout)),
+            ("sweep_interval", self.sweep_interval),
+            ("state_retry", Some(self.state_retry)),
+            ("entry_ttl", entry_ttl),
+        ] {
+            if d.is_some_and(|d| d > MAX_DURATION) {
+                return Err(BuildError::DurationTooLong(name));
+            }
         }
         if deferred && self.detach_timeout.is_zero() {
             return Err(BuildError::DetachTimeoutRequired("deferred dispatch"));
@@ -293,6 +344,12 @@ impl RuntimeOptions {
                 }
                 if !deferred {
                     return Err(BuildError::StrategyNeedsDeferred("burst"));
+                }
+                if b.mode == chat_core::BurstMode::Collapse && self.detach_timeout <= b.window {
+                    return Err(BuildError::DetachTimeoutNotAboveBurstWindow {
+                        detach_timeout: self.detach_timeout,
+                        window: b.window,
+                    });
                 }
             }
             Concurrency::Concurrent(c) if c.max == Some(0) => {

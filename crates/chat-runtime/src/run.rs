@@ -169,25 +169,19 @@ impl Holder {
         End::Done(record(&event, outcome, reason, ran_for, cancel_latency))
     }
 
-    /// The handler for a run: the event's own; for a collapsed run whose newest
-    /// event no handler wants (a plain message that joined a mention's window),
-    /// the handler of the newest skipped event that has one.
+    /// The handler for a run. A plain message is only ever admitted in a
+    /// subscribed thread or one whose conversation is in progress (it joined
+    /// work waiting there, such as a mention's burst window): either way it
+    /// goes to the subscribed-message handler.
     async fn route(&self, work: &Work) -> Option<SharedHandler> {
         let handlers = &self.inner.handlers;
         let subscribed = match work.subscribed {
             Some(s) => s,
             None => self.subscribed_now(&work.event).await,
         };
-        if let Some(h) = handlers.route(&work.event, subscribed) {
-            return Some(h);
-        }
-        for e in work.skipped.iter().rev() {
-            let subscribed = self.subscribed_now(e).await;
-            if let Some(h) = handlers.route(e, subscribed) {
-                return Some(h);
-            }
-        }
-        None
+        handlers
+            .route(&work.event, subscribed)
+            .or_else(|| handlers.route(&work.event, true))
     }
 
     async fn subscribed_now(&self, event: &Event) -> bool {

@@ -37,6 +37,7 @@ on_every_backend!(
     a_failed_sync_handler_is_retried_by_the_platform,
     shutdown_returns_by_its_deadline,
     every_accepted_delivery_has_exactly_one_outcome,
+    follow_ups_typed_before_the_first_run_join_it,
 );
 
 fn deferred(concurrency: Concurrency) -> RuntimeOptions {
@@ -135,6 +136,51 @@ async fn invalid_option_combinations_are_build_errors() {
                 interval: Duration::from_millis(1500),
             },
         ),
+        (
+            RuntimeOptions {
+                detach_timeout: Duration::from_millis(1500),
+                ..deferred(Concurrency::burst())
+            },
+            BuildError::DetachTimeoutNotAboveBurstWindow {
+                detach_timeout: Duration::from_millis(1500),
+                window: Duration::from_millis(1500),
+            },
+        ),
+        (
+            RuntimeOptions {
+                dedupe_ttl: Duration::ZERO,
+                ..d()
+            },
+            BuildError::ZeroDedupeTtl,
+        ),
+        (
+            RuntimeOptions {
+                sweep_interval: Some(Duration::ZERO),
+                ..d()
+            },
+            BuildError::ZeroSweepInterval,
+        ),
+        (
+            RuntimeOptions {
+                max_lock_lifetime: Duration::MAX,
+                ..d()
+            },
+            BuildError::DurationTooLong("max_lock_lifetime"),
+        ),
+        (
+            RuntimeOptions {
+                detach_timeout: Duration::MAX,
+                ..deferred(Concurrency::Drop)
+            },
+            BuildError::DurationTooLong("detach_timeout"),
+        ),
+        (
+            RuntimeOptions {
+                max_attempts: 0,
+                ..d()
+            },
+            BuildError::ZeroMaxAttempts,
+        ),
     ];
     for (options, expected) in cases {
         assert_eq!(build(options), Err(expected.clone()), "expected {expected}");
@@ -167,6 +213,26 @@ async fn invalid_option_combinations_are_build_errors() {
         Some(BuildError::InvalidPattern("(".into()))
     );
     assert_eq!(build(deferred(Concurrency::queue())), Ok(()));
+    // Burst-each members have their own budget each: no window bound.
+    assert_eq!(
+        build(RuntimeOptions {
+            detach_timeout: Duration::from_millis(1500),
+            ..deferred(Concurrency::Burst(
+                BurstOptions::default().mode(chat_runtime::BurstMode::Each)
+            ))
+        }),
+        Ok(())
+    );
+    // The longest durations the options take still build (and never overflow
+    // a clock reading).
+    assert_eq!(
+        build(RuntimeOptions {
+            max_lock_lifetime: chat_runtime::MAX_DURATION,
+            detach_timeout: chat_runtime::MAX_DURATION,
+            ..deferred(Concurrency::Drop)
+        }),
+        Ok(())
+    );
 }
 
 // 2. One event delivered twice, and twice concurrently: the handler runs once.
@@ -686,4 +752,42 @@ async fn every_accepted_delivery_has_exactly_one_outcome(env: Env) {
         s.assert_scope_idle("0").await;
         s.assert_scope_idle("1").await;
     }
+}
+
+// Follow-ups typed in a thread before its first run — plain messages in a
+// thread nobody subscribed yet — join the work waiting there: a burst runs
+// once with all of them (the newest as the event, the mention skipped), a
+// debounce runs the last. A plain message in another thread is not admitted.
+async fn follow_ups_typed_before_the_first_run_join_it(env: Env) {
+    let burst = Concurrency::Burst(BurstOptions::default().window(Duration::from_secs(1)));
+    let s = env.scenario(deferred(burst)).await;
+    s.send("1", "A", "ok").await;
+    for (i, id) in ["B", "C", "D"].into_iter().enumerate() {
+        s.pass(100 + 50 * i as u64).await;
+        let plain = s.adapter.message("T1", "C1", "1", id, "ok");
+        assert_eq!(s.send_event(&plain).await, 200);
+    }
+    let elsewhere = s.adapter.message("T1", "C1", "2", "X", "ok");
+    s.send_event(&elsewhere).await;
+    s.pass(3000).await;
+    let runs = s.runs();
+    assert_eq!(s.ran_ids(), ["D"], "{runs:?}");
+    assert_eq!(runs[0].skipped, ["A", "B", "C"]);
+    assert_eq!(s.outcome("D"), Some(Outcome::Ran));
+    for id in ["A", "B", "C"] {
+        assert_eq!(s.outcome(id), Some(Outcome::Superseded), "{id}");
+    }
+    assert_eq!(s.outcome("X"), Some(Outcome::Ignored));
+
+    let debounce =
+        Concurrency::Debounce(DebounceOptions::default().interval(Duration::from_millis(500)));
+    let s = env.scenario(deferred(debounce)).await;
+    s.send("1", "A", "ok").await;
+    s.pass(200).await;
+    let plain = s.adapter.message("T1", "C1", "1", "B", "ok");
+    assert_eq!(s.send_event(&plain).await, 200);
+    s.pass(2000).await;
+    assert_eq!(s.ran_ids(), ["B"]);
+    assert_eq!(s.outcome("A"), Some(Outcome::Superseded));
+    assert_eq!(s.outcome("B"), Some(Outcome::Ran));
 }

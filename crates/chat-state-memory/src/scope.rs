@@ -377,7 +377,7 @@ impl ScopeState {
                 )
             }
             Concurrency::Debounce(opts) => {
-                let entry = Entry::new(event, now, None);
+                let entry = Entry::new(event, now, Some(opts.entry_ttl));
                 self.wait_for(&entry);
                 let replaced = self.pending.replace(Pending {
                     entry,
@@ -400,7 +400,7 @@ impl ScopeState {
                 }
             }
             Concurrency::Burst(opts) => {
-                let entry = Entry::new(event, now, None);
+                let entry = Entry::new(event, now, Some(opts.entry_ttl));
                 self.wait_for(&entry);
                 match self.windows.back_mut() {
                     Some(open) if !open.sealed(now) => open.members.push(entry),

@@ -13,8 +13,11 @@
 //! * **Cluster-ready.** Every key of one (platform, tenant, channel) shares one
 //!   hash tag, so each script touches a single slot and runs unchanged on
 //!   Redis Cluster ([`RedisStateBuilder::cluster`]).
-//! * **Recovery.** A scope left with waiting entries by a holder that died is
-//!   taken over by the next `admit` on it, or by
+//! * **Durable runs.** The event a holder runs stays in Redis, in flight, until
+//!   its `finish` acknowledges it; every script call carries an identity and is
+//!   safe to repeat when its reply is lost or a cluster client re-sends it.
+//! * **Recovery.** A scope left with a run or waiting entries by a holder that
+//!   died is taken over by the next `admit` on it, or by
 //!   [`sweep`](chat_core::StateBackend::sweep), which reads a fixed number of
 //!   per-bucket indexes instead of one global key.
 //! * **Fencing.** Each lease carries a number above every earlier grant on its
@@ -53,7 +56,7 @@
 //! // … and the holder gets it from `finish`, in the same atomic step that would
 //! // otherwise release the lease.
 //! let handoff = state.finish(&lease).await?;
-//! assert!(matches!(handoff, Handoff::Run(ref w) if w.len() == 1));
+//! assert!(matches!(handoff, Handoff::Run(ref batch) if batch.entries.len() == 1));
 //! # Ok(()) }
 //! ```
 

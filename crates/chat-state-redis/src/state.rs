@@ -411,7 +411,8 @@ impl StateBackend for RedisState {
                     .arg(&keys.member)
                     .arg(&event.thread.thread)
                     .arg(&encoded)
-                    .arg(ms(d.interval));
+                    .arg(ms(d.interval))
+                    .arg(ms(d.entry_ttl));
             }
             Concurrency::Burst(b) => {
                 inv.key(&keys.lease)
@@ -425,7 +426,8 @@ impl StateBackend for RedisState {
                     .arg(&encoded)
                     .arg(ms(b.window))
                     .arg(b.max_batch.unwrap_or(0))
-                    .arg(b.max_waiting);
+                    .arg(b.max_waiting)
+                    .arg(ms(b.entry_ttl));
             }
             Concurrency::Concurrent(c) => {
                 kind = LeaseKind::Slot;

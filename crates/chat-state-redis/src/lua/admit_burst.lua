@@ -19,6 +19,8 @@
 -- ARGV[8] window (ms)
 -- ARGV[9] max_batch (0: none)
 -- ARGV[10] max_waiting
+-- ARGV[11] entry TTL (ms): a member older than this when its batch is handed
+--          over is expired
 --
 -- Atomic: dedupe check, the gate, the max_waiting bound (refused before the
 -- mark), joining the open window or opening one, sealing at max_batch, and
@@ -65,7 +67,8 @@ local max_batch = tonumber(ARGV[9])
 if max_batch > 0 and size >= max_batch then
   redis.call('HSET', meta, 'f' .. tail, '1')
 end
-depth = redis.call('RPUSH', KEYS[6], int(now) .. '||' .. ARGV[7])
+depth = redis.call('RPUSH', KEYS[6],
+  int(now) .. '|' .. int(now + tonumber(ARGV[11])) .. '|' .. ARGV[7])
 redis.call('SADD', KEYS[8], ARGV[6])
 
 if redis.call('EXISTS', KEYS[3]) == 0 then

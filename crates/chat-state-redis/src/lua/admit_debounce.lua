@@ -17,6 +17,8 @@
 -- ARGV[6] the event's thread
 -- ARGV[7] the event ("<ref>\n<JSON>")
 -- ARGV[8] quiet interval (ms)
+-- ARGV[9] entry TTL (ms): a pending event older than this when handed over
+--         is expired
 --
 -- Atomic: dedupe check and mark, the gate, replacing the pending event (its
 -- report 'superseded' goes to the outbox, also when its holder is gone) and
@@ -34,7 +36,7 @@ if stop then
 end
 local now, us = clock()
 local replaced = redis.call('HGET', KEYS[6], 'e')
-redis.call('HSET', KEYS[6], 'e', int(now) .. '||' .. ARGV[7],
+redis.call('HSET', KEYS[6], 'e', int(now) .. '|' .. int(now + tonumber(ARGV[9])) .. '|' .. ARGV[7],
   'ready', int(now + tonumber(ARGV[8])))
 redis.call('SADD', KEYS[8], ARGV[6])
 if replaced then

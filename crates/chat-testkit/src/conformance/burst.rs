@@ -108,3 +108,26 @@ pub async fn burst_full_refuses_before_the_ack_and_leaves_the_key_unmarked(h: Ha
         Decision::Queued { depth: 1, .. }
     ));
 }
+
+/// A member that waited past its entry TTL while the holder ran earlier
+/// batches is handed over expired, whatever the mode.
+pub async fn burst_member_past_its_entry_ttl_is_expired(h: Harness) {
+    let t = h.thread("1");
+    let c = Concurrency::Burst(
+        BurstOptions::default()
+            .window(h.t(1))
+            .entry_ttl(h.t(2))
+            .mode(chat_core::BurstMode::Each),
+    );
+    let mut lease = expect_hold(&h.admit(&t, "a", c).await);
+    h.advance(h.t(1)).await;
+    assert_eq!(ids(&expect_handoff_run(h.finish(&mut lease).await)), ["a"]);
+    h.admit(&t, "b", c).await;
+    h.admit(&t, "c", c).await;
+    h.advance(h.t(2)).await;
+    h.renew(&lease).await;
+    h.advance(h.t(1)).await;
+    let entries = expect_handoff_run(h.finish(&mut lease).await);
+    assert_eq!(ids(&entries), ["b", "c"]);
+    assert!(entries.iter().all(|w| w.expired), "{entries:?}");
+}

@@ -76,3 +76,25 @@ pub async fn debounce_orphaned_pending_is_superseded_by_the_next_admit(h: Harnes
     assert_eq!(batch.reports.len(), 1);
     assert_eq!(batch.reports[0].event_id.as_str(), "a");
 }
+
+/// A pending event that waited past its entry TTL while the holder was busy is
+/// handed over expired (the runtime records it `Expired`, never runs it).
+pub async fn debounce_pending_past_its_entry_ttl_is_expired(h: Harness) {
+    let t = h.thread("1");
+    let c = Concurrency::Debounce(
+        DebounceOptions::default()
+            .interval(h.t(1))
+            .entry_ttl(h.t(2)),
+    );
+    let mut lease = expect_hold(&h.admit(&t, "a", c).await);
+    h.advance(h.t(1)).await;
+    assert_eq!(ids(&expect_handoff_run(h.finish(&mut lease).await)), ["a"]);
+    // a runs for a long while; b arrives and waits past its TTL.
+    h.admit(&t, "b", c).await;
+    h.advance(h.t(2)).await;
+    h.renew(&lease).await;
+    h.advance(h.t(1)).await;
+    let entries = expect_handoff_run(h.finish(&mut lease).await);
+    assert_eq!(ids(&entries), ["b"]);
+    assert!(entries[0].expired, "b should be expired");
+}
