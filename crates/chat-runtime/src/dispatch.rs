@@ -375,17 +375,11 @@ async fn decide(
             Verdict::Accepted
         }
         Decision::Pending { replaced } => {
-            if replaced {
-                tracing::info!(name: "message-debounce-reset", thread = %event.thread, message_id = %event.id);
-            } else {
-                tracing::info!(name: "message-debouncing", thread = %event.thread, message_id = %event.id);
-            }
+            debouncing(holder.concurrency, event, replaced);
             Verdict::Accepted
         }
         Decision::Hold(lease) => {
-            if matches!(holder.concurrency, Concurrency::Debounce(_)) {
-                tracing::info!(name: "message-debouncing", thread = %event.thread, message_id = %event.id);
-            }
+            debouncing(holder.concurrency, event, false);
             holder.spawn_holder(lease, a.sent, None, a.permit);
             Verdict::Accepted
         }
@@ -425,6 +419,20 @@ async fn decide(
                 .event(event, Outcome::Rejected, "unknown-decision");
             Verdict::Failed
         }
+    }
+}
+
+/// The progress event of a debounced message: it is now the pending one (its
+/// quiet interval starts), or it replaced the pending one.
+fn debouncing(concurrency: Concurrency, event: &Event, replaced: bool) {
+    let Concurrency::Debounce(d) = concurrency else {
+        return;
+    };
+    let interval_ms = u64::try_from(d.interval.as_millis()).unwrap_or(u64::MAX);
+    if replaced {
+        tracing::info!(name: "message-debounce-reset", thread = %event.thread, message_id = %event.id, interval_ms);
+    } else {
+        tracing::info!(name: "message-debouncing", thread = %event.thread, message_id = %event.id, interval_ms);
     }
 }
 

@@ -1,0 +1,300 @@
+//! What users rely on, pinned: every default, the corners of each strategy
+//! (a lone burst message, budgets under debounce and burst, a lease lost in the
+//! middle of a burst-each batch), the sync slot wait, a lock scope chosen from
+//! the event, and the progress events by name.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::needless_pass_by_value,
+    missing_docs
+)]
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chat_core::{BurstOptions, DebounceOptions, OnFull, QueueOptions};
+use chat_runtime::{
+    BurstMode, CancelCause, Concurrency, ConcurrentOptions, Dispatch, LockScope, Outcome,
+    RuntimeOptions, ScopeChoice, ShutdownMode,
+};
+use support::{Env, Scenario};
+
+on_every_backend!(
+    a_lone_burst_message_runs_alone,
+    a_debounced_event_past_its_budget_expires,
+    a_burst_batch_past_its_budget_expires,
+    a_lease_lost_in_the_middle_of_a_burst_each_batch_runs_the_batch_again,
+    a_sync_delivery_waits_for_a_concurrency_slot_within_its_request,
+);
+
+fn deferred(c: Concurrency) -> RuntimeOptions {
+    RuntimeOptions {
+        dispatch: Dispatch::Deferred,
+        detach_timeout: Duration::from_secs(60),
+        concurrency: c,
+        ..RuntimeOptions::default()
+    }
+}
+
+/// Every default the documentation names.
+#[test]
+fn every_default_is_as_documented() {
+    let o = RuntimeOptions::default();
+    assert_eq!(o.dispatch, Dispatch::Sync);
+    assert_eq!(o.concurrency, Concurrency::Drop);
+    assert_eq!(o.detach_timeout, Duration::ZERO);
+    assert_eq!(o.max_detached, 1024);
+    assert_eq!(o.max_detached_per_tenant, None);
+    assert_eq!(o.dedupe_ttl, Duration::from_secs(24 * 60 * 60));
+    assert_eq!(o.lock_ttl, Duration::from_secs(30));
+    assert_eq!(o.max_lock_lifetime, Duration::from_secs(10 * 60));
+    assert!(matches!(o.lock_scope, LockScope::Adapter));
+    assert_eq!(o.sync_slot_wait, Duration::from_secs(2));
+    assert_eq!(o.ack_timeout, Duration::from_millis(2500));
+    assert!(o.inline_interactions);
+    assert_eq!(o.sweep_interval, Some(Duration::from_secs(30)));
+    assert_eq!(o.max_attempts, 3);
+    assert_eq!(o.shutdown, ShutdownMode::Drain);
+    assert_eq!(o.state_retry, Duration::from_secs(30));
+
+    let q = QueueOptions::default();
+    assert_eq!(
+        (q.max_size, q.on_full, q.entry_ttl),
+        (10, OnFull::DropOldest, Duration::from_secs(90))
+    );
+    let d = DebounceOptions::default();
+    assert_eq!(
+        (d.interval, d.entry_ttl),
+        (Duration::from_millis(1500), Duration::from_secs(90))
+    );
+    let b = BurstOptions::default();
+    assert_eq!(
+        (b.window, b.max_batch, b.max_waiting, b.mode, b.entry_ttl),
+        (
+            Duration::from_millis(1500),
+            None,
+            100,
+            BurstMode::Collapse,
+            Duration::from_secs(90)
+        )
+    );
+    assert_eq!(ConcurrentOptions::default().max, None);
+}
+
+async fn a_lone_burst_message_runs_alone(env: Env) {
+    let c = Concurrency::Burst(BurstOptions::default().window(Duration::from_millis(500)));
+    let s = env.scenario(deferred(c)).await;
+    s.send("1", "a", "ok").await;
+    s.pass(2000).await;
+    let runs = s.runs();
+    assert_eq!(s.ran_ids(), ["a"]);
+    assert!(runs[0].skipped.is_empty());
+    assert_eq!(s.outcome("a"), Some(Outcome::Ran));
+}
+
+async fn a_debounced_event_past_its_budget_expires(env: Env) {
+    let c = Concurrency::Debounce(DebounceOptions::default().interval(Duration::from_millis(500)));
+    let s = env
+        .scenario(RuntimeOptions {
+            detach_timeout: Duration::from_secs(2),
+            ..deferred(c)
+        })
+        .await;
+    // a runs at 0.5 s and ignores its cancellation at its budget (2 s) until
+    // 3.5 s; b, pending from 0.6 s, is handed over then, past its budget.
+    s.send("1", "a", "stubborn:3000").await;
+    s.pass(600).await;
+    s.send("1", "b", "ok").await;
+    s.pass(6000).await;
+    assert_eq!(s.ran_ids(), ["a"]);
+    assert_eq!(s.outcome("a"), Some(Outcome::DeadlineExceeded));
+    let reason = s
+        .log
+        .outcomes
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|r| r.event_id.as_str() == "b")
+        .map(|r| (r.outcome, r.reason));
+    assert_eq!(reason, Some((Outcome::Expired, "budget")));
+}
+
+async fn a_burst_batch_past_its_budget_expires(env: Env) {
+    let c = Concurrency::Burst(BurstOptions::default().window(Duration::from_millis(500)));
+    let s = env
+        .scenario(RuntimeOptions {
+            detach_timeout: Duration::from_secs(1),
+            ..deferred(c)
+        })
+        .await;
+    s.send("1", "a", "stubborn:3000").await;
+    s.pass(600).await;
+    s.send("1", "b", "ok").await;
+    s.pass(6000).await;
+    assert_eq!(s.ran_ids(), ["a"]);
+    assert_eq!(s.outcome("a"), Some(Outcome::DeadlineExceeded));
+    assert_eq!(s.outcome("b"), Some(Outcome::Expired));
+}
+
+async fn a_lease_lost_in_the_middle_of_a_burst_each_batch_runs_the_batch_again(env: Env) {
+    let c = Concurrency::Burst(
+        BurstOptions::default()
+            .window(Duration::from_millis(500))
+            .mode(BurstMode::Each),
+    );
+    let s = env
+        .scenario(RuntimeOptions {
+            lock_ttl: Duration::from_secs(3),
+            sweep_interval: Some(Duration::from_millis(500)),
+            ..deferred(c)
+        })
+        .await;
+    s.send("1", "a", "ok").await;
+    s.send("1", "b", "first-wait-cancel").await;
+    s.send("1", "c", "ok").await;
+    s.pass(1000).await;
+    // b runs: its holder loses the lease. The batch was never acknowledged, so
+    // the next holder (the sweep's) runs all of it again: nothing is lost, and
+    // each member is recorded once.
+    s.state
+        .renew_lost
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    s.pass(3000).await;
+    s.state
+        .renew_lost
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    s.pass(10_000).await;
+    let runs = s.runs();
+    let ids: Vec<(&str, u32)> = runs.iter().map(|r| (r.id.as_str(), r.attempt)).collect();
+    assert_eq!(ids, [("a", 1), ("b", 1), ("a", 2), ("b", 2), ("c", 2)]);
+    assert_eq!(runs[1].cause, Some(CancelCause::Preempted));
+    s.assert_one_outcome_each(&["a", "b", "c"]);
+    for id in ["a", "b", "c"] {
+        assert_eq!(s.outcome(id), Some(Outcome::Ran), "{id}");
+    }
+}
+
+async fn a_sync_delivery_waits_for_a_concurrency_slot_within_its_request(env: Env) {
+    let c = Concurrency::Concurrent(ConcurrentOptions::default().max(1));
+    let s = Arc::new(
+        env.scenario(RuntimeOptions {
+            concurrency: c,
+            ..RuntimeOptions::default()
+        })
+        .await,
+    );
+    // a holds the one slot for 500 ms inside its own request; b's request
+    // waits for it (within sync_slot_wait, 2 s) and runs after it.
+    let first = {
+        let s = Arc::clone(&s);
+        tokio::spawn(async move { s.send("1", "a", "sleep:500").await })
+    };
+    s.pass(50).await;
+    assert_eq!(s.send("1", "b", "ok").await, 200);
+    assert_eq!(first.await.unwrap(), 200);
+    let runs = s.runs();
+    assert_eq!(s.ran_ids(), ["a", "b"]);
+    assert!(runs[1].start >= runs[0].end.unwrap());
+    // c finds the slot taken for longer than it may wait: refused, unmarked,
+    // so the platform's retry runs it.
+    let long = {
+        let s = Arc::clone(&s);
+        tokio::spawn(async move { s.send("1", "d", "sleep:2300").await })
+    };
+    s.pass(50).await;
+    assert_eq!(s.send("1", "c", "ok").await, 503);
+    assert_eq!(long.await.unwrap(), 200);
+    assert_eq!(s.send("1", "c", "ok").await, 200);
+    assert_eq!(s.ran_ids(), ["a", "b", "d", "c"]);
+}
+
+/// A lock scope chosen from the event: direct messages share the channel's
+/// lease, mentions get one per thread.
+#[tokio::test(start_paused = true)]
+async fn a_lock_scope_function_reads_the_event() {
+    let s = Scenario::new(RuntimeOptions {
+        lock_scope: LockScope::function(|event| match event.message() {
+            Some(m) if m.is_dm => ScopeChoice::Channel,
+            _ => ScopeChoice::Thread,
+        }),
+        ..deferred(Concurrency::Drop)
+    });
+    let dm = |thread: &str, id: &str| {
+        chat_testkit::EventBuilder::new(s.adapter.thread("T1", "D1", thread))
+            .id(id)
+            .dm("sleep:500")
+            .build()
+    };
+    s.send_event(&dm("1", "dm1")).await;
+    s.send_event(&dm("2", "dm2")).await;
+    s.send("1", "m1", "sleep:500").await;
+    s.send("2", "m2", "sleep:500").await;
+    s.pass(2000).await;
+    assert_eq!(s.outcome("dm1"), Some(Outcome::Ran));
+    assert_eq!(
+        s.outcome("dm2"),
+        Some(Outcome::Dropped),
+        "one lease per channel"
+    );
+    assert_eq!(s.outcome("m1"), Some(Outcome::Ran));
+    assert_eq!(s.outcome("m2"), Some(Outcome::Ran), "one lease per thread");
+}
+
+/// The progress events users build dashboards on, by their stable names.
+#[tokio::test(start_paused = true)]
+async fn progress_events_carry_their_stable_names() {
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let seen = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
+    let layer = Names(Arc::clone(&seen));
+    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+
+    let q = Scenario::new(deferred(Concurrency::queue()));
+    q.send("1", "a", "sleep:100").await;
+    q.send("1", "b", "ok").await;
+    q.pass(1000).await;
+    let d = Scenario::new(deferred(Concurrency::Debounce(
+        DebounceOptions::default().interval(Duration::from_millis(300)),
+    )));
+    d.send("1", "x", "sleep:500").await;
+    d.pass(400).await;
+    d.send("1", "y", "ok").await;
+    d.send("1", "z", "ok").await;
+    d.pass(2000).await;
+
+    let seen = seen.lock().unwrap().clone();
+    let has = |name: &str, field: &str| seen.iter().any(|(n, f)| n == name && f.contains(field));
+    assert!(has("message-queued", "queue_depth=1"), "{seen:?}");
+    assert!(has("message-dequeued", "skipped_count=0"), "{seen:?}");
+    assert!(has("message-debouncing", "interval_ms=300"), "{seen:?}");
+    assert!(has("message-debounce-reset", "interval_ms=300"), "{seen:?}");
+    assert!(has("handler-ran", "outcome=\"handler-ran\""), "{seen:?}");
+    assert!(has("message-superseded", "reason=\"debounce\""), "{seen:?}");
+}
+
+/// Records every event's name and fields.
+struct Names(Arc<Mutex<Vec<(String, String)>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Names {
+    fn on_event(
+        &self,
+        event: &tracing::Event<'_>,
+        _ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        struct Fields(String);
+        impl tracing::field::Visit for Fields {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                self.0.push_str(&format!("{}={value:?} ", field.name()));
+            }
+        }
+        let mut fields = Fields(String::new());
+        event.record(&mut fields);
+        self.0
+            .lock()
+            .unwrap()
+            .push((event.metadata().name().to_owned(), fields.0));
+    }
+}
