@@ -6,7 +6,9 @@
 //! Legacy: the same scripts before durable runs.
 
 use crate::config::{Config, Strategy};
-use crate::state::{Backend, Call, Entry, Ev, Fence, How, InFlight, Item, Lease, Mark, Pending, Recorded, Tok};
+use crate::state::{
+    Backend, Call, Entry, Ev, Fence, How, InFlight, Item, Lease, Mark, Pending, Recorded, Tok,
+};
 
 /// The strategy's answer to an admission.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -348,7 +350,12 @@ fn claim(cfg: &Config, b: &mut Backend, tok: Tok) -> Option<Fence> {
         }
         return None;
     }
-    if !b.has_work() {
+    let work = if cfg.ablations.claim_needs_waiting {
+        !b.queue.is_empty() || b.pending.is_some()
+    } else {
+        b.has_work()
+    };
+    if !work {
         return None;
     }
     Some(grant(cfg, b, tok))
@@ -392,7 +399,10 @@ fn legacy_admit(cfg: &Config, b: &mut Backend, ev: Ev, tok: Tok) -> AdmitReply {
             }
         }
         Strategy::Debounce => {
-            let carried = b.pending.replace(Pending { ev, ready: false }).map(|p| p.ev);
+            let carried = b
+                .pending
+                .replace(Pending { ev, ready: false })
+                .map(|p| p.ev);
             let verdict = if free {
                 Verdict::Hold(grant(cfg, b, tok))
             } else {
@@ -472,24 +482,26 @@ pub(crate) fn classify(cfg: &Config, before: &Backend, call: Call, reply: &Reply
             .is_some_and(|f| f.owner == tok && f.seq == seq)
     };
     match (call, reply) {
-        (Call::Admit { ev, rid }, Reply::Admit(r)) => match (before.marks[usize::from(ev)], r.verdict) {
-            (Some(Mark::By(by, _)), Verdict::Stored) if by == rid => {
-                "admit: replayed, the lease passed on (stored)"
+        (Call::Admit { ev, rid }, Reply::Admit(r)) => {
+            match (before.marks[usize::from(ev)], r.verdict) {
+                (Some(Mark::By(by, _)), Verdict::Stored) if by == rid => {
+                    "admit: replayed, the lease passed on (stored)"
+                }
+                (Some(Mark::By(by, _)), _) if by == rid => "admit: replayed",
+                (Some(_), _) => "admit: duplicate",
+                (None, Verdict::Run(_)) => "admit: runs",
+                (None, Verdict::Hold(_)) if before.has_work() => "admit: holds, work was left over",
+                (None, Verdict::Hold(_)) => "admit: holds",
+                (None, Verdict::Queued) if before.queue.len() >= usize::from(cfg.max_size) => {
+                    "admit: queued, evicting the oldest"
+                }
+                (None, Verdict::Queued) => "admit: queued",
+                (None, Verdict::Pending) if before.pending.is_some() => {
+                    "admit: pending, superseding the pending event"
+                }
+                (None, _) => "admit: pending",
             }
-            (Some(Mark::By(by, _)), _) if by == rid => "admit: replayed",
-            (Some(_), _) => "admit: duplicate",
-            (None, Verdict::Run(_)) => "admit: runs",
-            (None, Verdict::Hold(_)) if before.has_work() => "admit: holds, work was left over",
-            (None, Verdict::Hold(_)) => "admit: holds",
-            (None, Verdict::Queued) if before.queue.len() >= usize::from(cfg.max_size) => {
-                "admit: queued, evicting the oldest"
-            }
-            (None, Verdict::Queued) => "admit: queued",
-            (None, Verdict::Pending) if before.pending.is_some() => {
-                "admit: pending, superseding the pending event"
-            }
-            (None, _) => "admit: pending",
-        },
+        }
         (Call::Finish { tok, seq }, Reply::Finish(h)) => match (owned(tok), h) {
             (None, Handoff::Released) if in_flight(tok, seq) => {
                 "finish: a lapsed holder acknowledges its own batch"

@@ -115,7 +115,6 @@ impl Faults {
         calls: Calls::ALL,
         ..Self::NONE
     };
-
 }
 
 /// Pieces of the durable protocol that a run can take away, to show that each
@@ -130,6 +129,9 @@ pub struct Ablations {
     /// The next holder's `finish` deletes a batch left in flight instead of
     /// adopting it.
     pub orphans_deleted: bool,
+    /// The sweep claims a scope only when entries wait on it, as the legacy
+    /// claim did: an in-flight batch or reports alone are never claimed.
+    pub claim_needs_waiting: bool,
 }
 
 /// The properties checked.
@@ -145,6 +147,12 @@ pub struct Checks {
     pub nothing_stranded: bool,
     /// I2x: while no replica crashed or stalled, no event has two outcomes.
     pub exactly_once: bool,
+    /// Check I2x in runs with crashes and stalls too. A re-run handler's
+    /// outcome is discarded when its batch was acknowledged by another
+    /// holder, so the durable protocol records one outcome per event even
+    /// then (unless a crash hits a holder between an acknowledgement and its
+    /// record, which takes a lost reply and a crash).
+    pub exactly_once_despite_crashes: bool,
     /// I5: an event run again runs under a higher fence than before.
     pub fences_grow: bool,
     /// Every state that is not quiescent has a step that is not a fault.
@@ -152,7 +160,8 @@ pub struct Checks {
     /// Sometimes: a quiescent state where every event was acknowledged and
     /// recorded (the model can finish its work).
     pub can_finish: bool,
-    /// Sometimes: an event recorded twice (a re-run after a crash or a stall).
+    /// Sometimes: an event's handler started a second time (a re-run after a
+    /// crash or a stall).
     pub can_rerun: bool,
 }
 
@@ -163,6 +172,7 @@ impl Checks {
         no_silent_loss: true,
         nothing_stranded: true,
         exactly_once: true,
+        exactly_once_despite_crashes: false,
         fences_grow: true,
         progress: true,
         can_finish: true,
@@ -183,7 +193,8 @@ pub struct Config {
     pub strategy: Strategy,
     /// Queue `max_size` (drop-oldest).
     pub max_size: u8,
-    /// Lease TTL, in ticks.
+    /// Lease TTL, in ticks (at least 2: a keeper renews before the last tick
+    /// of its believed lease).
     pub lease_ttl: u8,
     /// Queue entry TTL, in ticks (`None`: entries never expire).
     pub entry_ttl: Option<u8>,
@@ -191,11 +202,11 @@ pub struct Config {
     pub faults: Faults,
     /// How many faults of any kind one run may contain.
     pub fault_budget: u8,
-    /// A proposed fix: a replayed answer (an admit repeat answered `Run` or
-    /// `Hold` again, a finish repeat handed the same batch again) extends the
-    /// lease, as the first execution did. The scripts as they are do not, while
-    /// the runtime dates the lease from the send time of the call that
-    /// answered.
+    /// A replayed answer (an admit repeat answered `Run` or `Hold` again, a
+    /// finish repeat handed the same batch again) extends the lease, as the
+    /// first execution did — as the scripts do. Off, it shows why: the
+    /// runtime dates the lease from the send time of the call that answered,
+    /// so a holder would believe in a lease that had already expired.
     pub replays_extend_lease: bool,
     /// Pieces of the durable protocol taken away.
     pub ablations: Ablations,
@@ -205,8 +216,8 @@ pub struct Config {
 
 impl Config {
     /// Two replicas, three events, queue of one with drop-oldest, lease TTL 2,
-    /// entry TTL 3, no fault, budget 1, the scripts as they are, every
-    /// invariant.
+    /// entry TTL 3, no fault, budget 1, the protocol as the scripts implement
+    /// it, every invariant.
     pub const fn new(protocol: Protocol, strategy: Strategy) -> Self {
         Self {
             replicas: 2,
@@ -218,11 +229,12 @@ impl Config {
             entry_ttl: Some(3),
             faults: Faults::NONE,
             fault_budget: 1,
-            replays_extend_lease: false,
+            replays_extend_lease: true,
             ablations: Ablations {
                 run_not_stored: false,
                 finish_ignores_seq: false,
                 orphans_deleted: false,
+                claim_needs_waiting: false,
             },
             checks: Checks::ALL,
         }

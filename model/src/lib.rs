@@ -36,6 +36,11 @@
 //! [`Protocol::Legacy`] models the protocol before durable runs, which loses
 //! events; [`Protocol::Durable`] the one implemented now. [`Ablations`] take
 //! pieces of the durable protocol away to show each is needed.
+//! [`Config::replays_extend_lease`] (on, as the scripts do) makes a replayed
+//! `admit` or `finish` answer extend the lease like the first answer did;
+//! switched off, a holder can believe in a lease that has already expired,
+//! since the runtime dates the lease from the call that answered (I1 fails;
+//! see `tests/protocol.rs`).
 //!
 //! # Properties
 //!
@@ -48,12 +53,18 @@
 //!
 //! `cargo test -p chat-model` runs the checks of `tests/protocol.rs`: the
 //! legacy protocol's counterexamples, the durable protocol under each family of
-//! faults, and the ablations. To explore another configuration:
+//! faults, the ablations and the residual limits; `-- --nocapture` prints the
+//! state counts and the traces. The crate is meant to be built with
+//! `opt-level = 3` (for it and for stateright) even in debug builds. To explore
+//! another configuration:
 //!
 //! ```no_run
 //! use chat_model::{Config, Faults, Protocol, Strategy, check};
 //!
-//! let cfg = Config::new(Protocol::Durable, Strategy::Queue).faults(Faults::CALLS);
+//! let cfg = Config {
+//!     fault_budget: 2,
+//!     ..Config::new(Protocol::Durable, Strategy::Queue).faults(Faults::CALLS)
+//! };
 //! let report = check(cfg);
 //! println!("{} states", report.unique_states);
 //! for (property, trace) in &report.counterexamples {
@@ -97,7 +108,7 @@ pub const I5: &str = "I5 re-runs have higher fences";
 pub const PROGRESS: &str = "progress";
 /// Example: every event acknowledged and recorded, nothing left.
 pub const CAN_FINISH: &str = "example: every event handled";
-/// Example: an event recorded twice (a re-run).
+/// Example: an event's handler started a second time (a re-run).
 pub const CAN_RERUN: &str = "example: an event runs again";
 
 /// What one run of the checker found.

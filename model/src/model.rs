@@ -225,7 +225,9 @@ impl fmt::Display for Action {
                 write!(f, "r{replica}: ack deadline of t{rid}: platform told retry")
             }
             Self::GiveUpAdmit { replica, rid } => write!(f, "r{replica}: gives up admit(t{rid})"),
-            Self::Complete { replica, token } => write!(f, "r{replica}: t{token}'s handler returns"),
+            Self::Complete { replica, token } => {
+                write!(f, "r{replica}: t{token}'s handler returns")
+            }
             Self::Preempt { replica, token } => write!(f, "r{replica}: t{token}'s run preempted"),
             Self::Finish {
                 replica,
@@ -249,7 +251,9 @@ impl fmt::Display for Action {
                 token,
                 mode,
             } => write!(f, "r{replica}: renew(t{token}){}", m(mode)),
-            Self::Sweep { replica, mode } => write!(f, "r{replica}: sweep claims the scope{}", m(mode)),
+            Self::Sweep { replica, mode } => {
+                write!(f, "r{replica}: sweep claims the scope{}", m(mode))
+            }
             Self::GhostRuns(c) => write!(f, "travelling {c} runs (reply to nobody)"),
             Self::GhostVanishes(c) => write!(f, "travelling {c} never arrives"),
             Self::Quiet => write!(f, "the pending event is quiet"),
@@ -345,6 +349,7 @@ impl ProtocolModel {
             faults_left: self.cfg.fault_budget,
             crashed_or_stalled: false,
             fence_reused: false,
+            reran: false,
         }
     }
 
@@ -374,7 +379,7 @@ impl ProtocolModel {
 
     /// Work a sweep would claim.
     fn claimable(&self, b: &Backend) -> bool {
-        if self.cfg.durable() {
+        if self.cfg.durable() && !self.cfg.ablations.claim_needs_waiting {
             b.has_work()
         } else {
             !b.queue.is_empty() || b.pending.is_some()
@@ -391,8 +396,7 @@ impl ProtocolModel {
             && s.backend.lease.is_none()
             && s.replicas.iter().all(|r| !r.stalled)
             && !(open
-                && s
-                    .platform
+                && s.platform
                     .iter()
                     .any(|p| matches!(p, Platform::Fresh | Platform::Retry)))
             && !(open && self.claimable(&s.backend))
@@ -435,7 +439,8 @@ impl ProtocolModel {
         let before = self.notes.is_on().then(|| s.backend.clone());
         let reply = execute(&self.cfg, &mut s.backend, call);
         if let Some(before) = before {
-            self.notes.push(prefix, classify(&self.cfg, &before, call, &reply));
+            self.notes
+                .push(prefix, classify(&self.cfg, &before, call, &reply));
         }
         reply
     }
@@ -454,8 +459,11 @@ impl ProtocolModel {
     /// A handler starts running `ev` under `fence` (I5).
     fn start_run(s: &mut State, ev: Ev, fence: Fence) {
         let last = &mut s.ran_under[usize::from(ev)];
-        if *last != 0 && fence <= *last {
-            s.fence_reused = true;
+        if *last != 0 {
+            s.reran = true;
+            if fence <= *last {
+                s.fence_reused = true;
+            }
         }
         *last = (*last).max(fence);
     }
@@ -495,7 +503,13 @@ impl ProtocolModel {
     /// A holder got a batch: plans it (reports and expired entries recorded as
     /// their fate, the newest live entry runs, the older ones `Superseded`) and
     /// starts the run.
-    fn start_batch(&self, s: &mut State, mut h: Holder, items: &[crate::state::Item], reports: &[Ev]) {
+    fn start_batch(
+        &self,
+        s: &mut State,
+        mut h: Holder,
+        items: &[crate::state::Item],
+        reports: &[Ev],
+    ) {
         let durable = self.cfg.durable();
         let mut outcomes: Vec<Ev> = reports.to_vec();
         let mut live: Vec<Ev> = Vec::new();
@@ -1190,8 +1204,9 @@ impl Model for ProtocolModel {
             }));
         }
         if c.exactly_once {
-            p.push(Property::always(crate::I2X, |_, s: &State| {
-                s.crashed_or_stalled || s.outcomes.iter().all(|n| *n <= 1)
+            p.push(Property::always(crate::I2X, |m: &Self, s: &State| {
+                (s.crashed_or_stalled && !m.cfg.checks.exactly_once_despite_crashes)
+                    || s.outcomes.iter().all(|n| *n <= 1)
             }));
         }
         if c.fences_grow {
@@ -1208,15 +1223,18 @@ impl Model for ProtocolModel {
             }));
         }
         if c.can_finish {
-            p.push(Property::sometimes(crate::CAN_FINISH, |m: &Self, s: &State| {
-                m.quiescent(s)
-                    && s.platform.iter().all(|p| *p == Platform::Acked)
-                    && s.outcomes.iter().all(|n| *n > 0)
-            }));
+            p.push(Property::sometimes(
+                crate::CAN_FINISH,
+                |m: &Self, s: &State| {
+                    m.quiescent(s)
+                        && s.platform.iter().all(|p| *p == Platform::Acked)
+                        && s.outcomes.iter().all(|n| *n > 0)
+                },
+            ));
         }
         if c.can_rerun {
             p.push(Property::sometimes(crate::CAN_RERUN, |_, s: &State| {
-                s.outcomes.iter().any(|n| *n > 1)
+                s.reran
             }));
         }
         p

@@ -135,8 +135,10 @@ fn referenced_tokens(s: &State) -> Vec<Tok> {
 /// requests first by what they do and then by token, buffered records, the
 /// outbox and the acknowledgements.
 fn sort_parts(s: &mut State) {
-    s.tasks.sort_by(|a, b| task_key(a).cmp(&task_key(b)).then_with(|| a.cmp(b)));
-    s.ghosts.sort_by(|a, b| ghost_key(a).cmp(&ghost_key(b)).then_with(|| a.cmp(b)));
+    s.tasks
+        .sort_by(|a, b| task_key(a).cmp(&task_key(b)).then_with(|| a.cmp(b)));
+    s.ghosts
+        .sort_by(|a, b| ghost_key(a).cmp(&ghost_key(b)).then_with(|| a.cmp(b)));
     for t in &mut s.tasks {
         if let Task::Holder(h) = t {
             h.records.sort_unstable();

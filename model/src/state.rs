@@ -320,6 +320,8 @@ pub struct State {
     pub crashed_or_stalled: bool,
     /// I5 broke: an event ran again under a fence not above an earlier run's.
     pub fence_reused: bool,
+    /// Some event's handler started a second time.
+    pub reran: bool,
 }
 
 impl State {
@@ -473,8 +475,13 @@ impl fmt::Display for State {
             .collect();
         write!(f, " | events(platform/outcomes) {}", platform.join(" "))?;
         for (r, rep) in self.replicas.iter().enumerate() {
-            if rep.stalled || rep.draining {
-                write!(f, " | r{r} {rep:?}")?;
+            if rep.stalled {
+                write!(f, " | r{r} stalled")?;
+            }
+            if rep.cancelled {
+                write!(f, " | r{r} past its drain deadline")?;
+            } else if rep.draining {
+                write!(f, " | r{r} draining")?;
             }
         }
         Ok(())

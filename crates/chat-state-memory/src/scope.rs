@@ -272,6 +272,9 @@ impl ScopeState {
         match recorded {
             Recorded::Run | Recorded::Hold => match self.owned_by(id, now) {
                 Some(h) if h.seq == 0 => {
+                    // Extended as the first answer did: the caller dates its
+                    // lease from the call that answered.
+                    h.expires_at = now + ttl;
                     let lease = Lease::new(
                         scope.clone(),
                         id.clone(),
@@ -287,14 +290,17 @@ impl ScopeState {
                 }
                 _ => Decision::Stored,
             },
-            Recorded::Slot => match self.slots.get(id) {
-                Some(slot) => Decision::Run(Lease::new(
-                    scope.clone(),
-                    id.clone(),
-                    slot.fence,
-                    LeaseKind::Slot,
-                    ttl,
-                )),
+            Recorded::Slot => match self.slots.get_mut(id) {
+                Some(slot) => {
+                    slot.expires_at = now + ttl;
+                    Decision::Run(Lease::new(
+                        scope.clone(),
+                        id.clone(),
+                        slot.fence,
+                        LeaseKind::Slot,
+                        ttl,
+                    ))
+                }
                 None => Decision::Stored,
             },
             Recorded::WaitingForSlot => {
@@ -520,6 +526,10 @@ impl ScopeState {
             }
             return self.repeat_or_lost(token, 0);
         }
+        let replay = self
+            .inflight
+            .as_ref()
+            .is_some_and(|f| f.owner == *token && f.seq == seq + 1);
         let Some(held) = self.owned_by(token, now) else {
             // A lapsed holder acknowledges the batch it finished, unless someone
             // adopted it since.
@@ -534,11 +544,16 @@ impl ScopeState {
             return self.repeat_or_lost(token, seq);
         };
         if held.seq == seq + 1 {
-            // A repeat whose first run handed over batch seq + 1: the same again.
-            return match &self.inflight {
-                Some(f) if f.owner == *token && f.seq == seq + 1 => Handoff::Run(f.batch()),
-                _ => Handoff::Lost,
-            };
+            // A repeat whose first run handed over batch seq + 1: the same
+            // again, extended as the first answer did.
+            if !replay {
+                return Handoff::Lost;
+            }
+            held.expires_at = now + lease.ttl();
+            return self
+                .inflight
+                .as_ref()
+                .map_or(Handoff::Lost, |f| Handoff::Run(f.batch()));
         }
         if held.seq != seq {
             return Handoff::Lost;
@@ -677,7 +692,8 @@ impl ScopeState {
         next_fence: impl FnOnce() -> u64,
     ) -> SlotGrant {
         self.tidy(now);
-        if let Some(slot) = self.slots.get(token) {
+        if let Some(slot) = self.slots.get_mut(token) {
+            slot.expires_at = now + ttl;
             return SlotGrant::Granted(Lease::new(
                 scope.clone(),
                 token.clone(),

@@ -32,6 +32,8 @@ if stop then
   local rid = ARGV[3]
   local slot = redis.call('ZSCORE', KEYS[3], rid)
   if stop[3] == 'slot' and slot and tonumber(slot) > now then
+    -- A replayed grant extends the slot, as the first answer did.
+    redis.call('ZADD', KEYS[3], 'XX', now + tonumber(ARGV[4]), rid)
     return {'run', subscribed, slot_fence(KEYS[6], rid)}
   end
   if stop[3] == 'wait-slot' and (slot or redis.call('ZSCORE', KEYS[5], rid)) then

@@ -30,7 +30,7 @@
 local stop, subscribed = gate(KEYS[1], KEYS[2], KEYS[12], ARGV[6], ARGV[1], ARGV[3])
 if stop then
   if stop[1] == 'replay' then
-    return replay(stop[3], ARGV[3], subscribed, KEYS[3], KEYS[8])
+    return replay(stop[3], ARGV[3], subscribed, KEYS[3], KEYS[8], ARGV[4])
   end
   return stop
 end

@@ -27,6 +27,7 @@ local now, us = clock()
 local tok, ttl, member = ARGV[2], tonumber(ARGV[3]), ARGV[1]
 local l = redis.call('HMGET', KEYS[1], 'tok', 'f', 's')
 if l[1] == tok and l[3] == '0' then
+  redis.call('PEXPIRE', KEYS[1], ttl)
   return {'scope', l[2]}
 end
 local again = redis.call('HGET', KEYS[12], tok)

@@ -109,11 +109,14 @@ local function mark(key, ttl, rid, recorded)
   redis.call('SET', key, rid .. '|' .. recorded, 'PX', ttl)
 end
 
--- The answer to a repeat of an admission on an exclusive scope.
-local function replay(recorded, rid, subscribed, lease, depth_key)
+-- The answer to a repeat of an admission on an exclusive scope. A replayed
+-- grant extends the lease by its TTL, as the first answer did: the caller
+-- dates its lease from the call that answered.
+local function replay(recorded, rid, subscribed, lease, depth_key, ttl)
   if recorded == 'run' or recorded == 'hold' then
     local l = redis.call('HMGET', lease, 'tok', 'f', 's')
     if l[1] == rid and l[3] == '0' then
+      redis.call('PEXPIRE', lease, ttl)
       return {recorded, subscribed, l[2]}
     end
     return {'stored', subscribed}

@@ -51,6 +51,9 @@ end
 local held = tonumber(l[2])
 if held == seq + 1 then
   if r[1] == tok and tonumber(r[2]) == seq + 1 then
+    -- The same batch again, and the same extension the first answer gave.
+    redis.call('PEXPIRE', lease, ttl)
+    reindex(index, member, lease, true, now)
     return handed(run, items)
   end
   return {'lost'}

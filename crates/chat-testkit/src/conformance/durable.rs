@@ -176,3 +176,54 @@ pub async fn adopted_batches_read_as_first_handed_out(h: Harness) {
     assert_eq!(again.entries[0].waited, first.entries[0].waited);
     assert_eq!(again.entries[0].expired, first.entries[0].expired);
 }
+
+/// Repeats of a renewal and of a release (their replies lost) change nothing
+/// more: the repeated renewal extends the same lease; the repeated release
+/// answers the same and leaves the next holder's lease alone.
+pub async fn replay_renew_and_release_change_nothing_more(h: Harness) {
+    let t = h.thread("1");
+    let lease = expect_run(&h.admit(&t, "a", Concurrency::queue()).await);
+    h.admit(&t, "b", Concurrency::queue()).await;
+    assert!(matches!(h.renew(&lease).await, Renewal::Renewed { .. }));
+    assert!(matches!(h.renew(&lease).await, Renewal::Renewed { .. }));
+    assert!(h.release(&lease, Release::Done).await);
+    assert!(
+        h.release(&lease, Release::Done).await,
+        "a repeat answers the same"
+    );
+    let mut next = expect_hold(&h.admit(&t, "c", Concurrency::queue()).await);
+    assert!(h.release(&lease, Release::Done).await);
+    assert!(matches!(h.renew(&next).await, Renewal::Renewed { .. }));
+    // a was acknowledged by the release: only what waited is handed over.
+    assert_eq!(
+        ids(&expect_handoff_run(h.finish(&mut next).await)),
+        ["b", "c"]
+    );
+}
+
+/// A replayed grant extends the lease as the first answer did: the caller
+/// dates its lease from the call that answered, so the lease must live a TTL
+/// from the repeat (an admit's `Run`, a finish's hand-over).
+pub async fn replays_extend_the_lease_like_the_first_answer(h: Harness) {
+    let t = h.thread("1");
+    let req = h.request(h.event(&t, "a"), Concurrency::queue());
+    let lease = expect_run(&h.admit_req(req.clone()).await);
+    h.advance(h.t(2)).await;
+    expect_run(&h.admit_req(req).await);
+    h.advance(h.t(2)).await;
+    assert!(
+        matches!(h.renew(&lease).await, Renewal::Renewed { .. }),
+        "the replayed admit did not extend the lease"
+    );
+    h.admit(&t, "b", Concurrency::queue()).await;
+    let held = lease.clone();
+    let mut lease = lease;
+    expect_batch(h.finish(&mut lease).await);
+    h.advance(h.t(2)).await;
+    expect_batch(h.finish_as(&held).await);
+    h.advance(h.t(2)).await;
+    assert!(
+        matches!(h.renew(&lease).await, Renewal::Renewed { .. }),
+        "the replayed finish did not extend the lease"
+    );
+}

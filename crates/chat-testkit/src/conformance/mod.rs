@@ -105,6 +105,8 @@ macro_rules! __conformance_cases {
             replay_admit_of_queued_and_dropped_decisions,
             replay_finish_hands_over_the_same_batch,
             replay_stale_finish_changes_nothing,
+            replay_renew_and_release_change_nothing_more,
+            replays_extend_the_lease_like_the_first_answer,
             inflight_run_of_a_dead_holder_is_adopted,
             released_batches_are_handed_back_or_acknowledged,
             lapsed_holder_acknowledges_its_own_batch,
