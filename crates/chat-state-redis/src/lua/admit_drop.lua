@@ -42,5 +42,5 @@ local now, us = clock()
 mark(KEYS[1], ARGV[2], ARGV[3], 'run')
 local fence = grant(KEYS[3], KEYS[4], ARGV[3], ARGV[4], us)
 run_first(KEYS[6], KEYS[7], ARGV[3], int(now) .. '||' .. ARGV[7], now)
-reindex(KEYS[5], ARGV[5], KEYS[3], true, now)
+index_held(KEYS[5], ARGV[5], tonumber(ARGV[4]), now)
 return {'run', subscribed, fence}

@@ -48,7 +48,7 @@ if redis.call('EXISTS', KEYS[3]) == 0 then
   if not left then
     mark(KEYS[1], ARGV[2], ARGV[3], 'run')
     run_first(KEYS[6], KEYS[7], ARGV[3], entry, now)
-    reindex(KEYS[5], ARGV[5], KEYS[3], true, now)
+    index_held(KEYS[5], ARGV[5], tonumber(ARGV[4]), now)
     return {'run', subscribed, fence}
   end
   -- Work outlived its holder: the new holder drains it, then this event.

@@ -45,11 +45,10 @@ local function next_fence(fence_key, us)
   return f
 end
 
--- Grants the scope's exclusive lease to `token` for `ttl` ms at batch 0;
--- returns its fence.
+-- Grants the scope's exclusive lease, which the caller found absent, to
+-- `token` for `ttl` ms at batch 0; returns its fence.
 local function grant(lease, fence_key, token, ttl, us)
   local f = next_fence(fence_key, us)
-  redis.call('DEL', lease)
   redis.call('HSET', lease, 'tok', token, 'f', f, 's', '0', 'c', '0')
   redis.call('PEXPIRE', lease, ttl)
   return f
@@ -149,11 +148,16 @@ local function push_all(key, values)
   end
 end
 
--- Stores the event a 'run' admission grants, in flight as batch 0 of `token`.
+-- Stores the event a 'run' admission grants, in flight as batch 0 of `token`
+-- (the caller found no in-flight batch on the scope).
 local function run_first(run, items, token, entry, now)
-  redis.call('DEL', run, items)
   redis.call('HSET', run, 'o', token, 's', '0', 'a', '1', 'l', '0', 'h', '0', 't', int(now))
   redis.call('RPUSH', items, entry)
+end
+
+-- Indexes a scope whose lease was just granted or extended by `ttl` ms.
+local function index_held(index, member, ttl, now)
+  redis.call('ZADD', index, now + ttl, member)
 end
 
 -- The in-flight batch, as handed to its holder:

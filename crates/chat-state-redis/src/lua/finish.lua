@@ -62,14 +62,22 @@ if held ~= seq then
   return {'lost'}
 end
 
-redis.call('PEXPIRE', lease, ttl)
 if own then
   redis.call('DEL', run, items)
 end
 remember_ack(acked, tok, seq, ttl, now)
 local next_seq = int(seq + 1)
 
-if redis.call('EXISTS', run) == 1 then
+-- The common case: nothing left to hand over, the lease goes.
+if (own or redis.call('EXISTS', run) == 0)
+  and redis.call('EXISTS', queue, pending, burst, outbox) == 0 then
+  redis.call('DEL', lease, threads, meta)
+  reindex(index, member, lease, false, now)
+  return {'released'}
+end
+redis.call('PEXPIRE', lease, ttl)
+
+if not own and redis.call('EXISTS', run) == 1 then
   -- Left by a holder that is gone: it runs again, first.
   if redis.call('HGET', run, 'h') ~= '1' then
     redis.call('HINCRBY', run, 'l', 1)
