@@ -44,6 +44,7 @@
 
 #![forbid(unsafe_code)]
 
+mod acked;
 mod scope;
 mod shard;
 

@@ -12,6 +12,8 @@ use chat_core::{
 };
 use tokio::time::Instant;
 
+use crate::acked::Acked;
+
 #[derive(Debug)]
 struct Held {
     token: LeaseToken,
@@ -147,9 +149,6 @@ pub(crate) struct ScopeState {
     /// Waiters for a slot: their reservation's expiry.
     slot_waiters: HashMap<LeaseToken, Instant>,
     slot_runs: HashMap<LeaseToken, SlotRun>,
-    /// Acknowledged batches (token, seq) → until when a repeat is answered
-    /// `Released`.
-    acked: HashMap<(LeaseToken, u64), Instant>,
 }
 
 /// What is ready for the holder.
@@ -189,7 +188,6 @@ impl ScopeState {
     fn tidy(&mut self, now: Instant) {
         self.slots.retain(|_, s| s.expires_at > now);
         self.slot_waiters.retain(|_, t| *t > now);
-        self.acked.retain(|_, t| *t > now);
     }
 
     fn has_waiting(&self) -> bool {
@@ -227,7 +225,6 @@ impl ScopeState {
             && !self.has_work()
             && self.slots.is_empty()
             && self.slot_runs.is_empty()
-            && self.acked.is_empty()
     }
 
     fn grant(
@@ -499,7 +496,14 @@ impl ScopeState {
         next
     }
 
-    fn ack(&mut self, token: &LeaseToken, seq: u64, now: Instant, ttl: Duration) {
+    fn ack(
+        &mut self,
+        acked: &mut Acked,
+        token: &LeaseToken,
+        seq: u64,
+        now: Instant,
+        ttl: Duration,
+    ) {
         if self
             .inflight
             .as_ref()
@@ -508,11 +512,10 @@ impl ScopeState {
             self.inflight = None;
         }
         // A repeat of this call is answered `Released` for a while.
-        self.acked
-            .insert((token.clone(), seq), now + remembered(ttl));
+        acked.insert(token, seq, now + remembered(ttl));
     }
 
-    pub(crate) fn finish(&mut self, lease: &Lease, now: Instant) -> Handoff {
+    pub(crate) fn finish(&mut self, lease: &Lease, now: Instant, acked: &mut Acked) -> Handoff {
         self.tidy(now);
         let token = lease.token();
         let seq = lease.seq();
@@ -520,11 +523,10 @@ impl ScopeState {
             let live = self.slots.remove(token).is_some();
             if live || self.slot_runs.contains_key(token) {
                 self.slot_runs.remove(token);
-                self.acked
-                    .insert((token.clone(), 0), now + remembered(lease.ttl()));
+                acked.insert(token, 0, now + remembered(lease.ttl()));
                 return Handoff::Released;
             }
-            return self.repeat_or_lost(token, 0);
+            return repeat_or_lost(acked, token, 0, now);
         }
         let replay = self
             .inflight
@@ -538,10 +540,10 @@ impl ScopeState {
                 .as_ref()
                 .is_some_and(|f| f.owner == *token && f.seq == seq)
             {
-                self.ack(token, seq, now, lease.ttl());
+                self.ack(acked, token, seq, now, lease.ttl());
                 return Handoff::Released;
             }
-            return self.repeat_or_lost(token, seq);
+            return repeat_or_lost(acked, token, seq, now);
         };
         if held.seq == seq + 1 {
             // A repeat whose first run handed over batch seq + 1: the same
@@ -559,7 +561,7 @@ impl ScopeState {
             return Handoff::Lost;
         }
         held.expires_at = now + lease.ttl();
-        self.ack(token, seq, now, lease.ttl());
+        self.ack(acked, token, seq, now, lease.ttl());
         if let Some(orphan) = self.inflight.as_mut() {
             // Left by a holder that is gone: it runs again, first.
             orphan.adopt(token, seq + 1);
@@ -605,15 +607,13 @@ impl ScopeState {
         }
     }
 
-    fn repeat_or_lost(&self, token: &LeaseToken, seq: u64) -> Handoff {
-        if self.acked.contains_key(&(token.clone(), seq)) {
-            Handoff::Released
-        } else {
-            Handoff::Lost
-        }
-    }
-
-    pub(crate) fn release(&mut self, lease: &Lease, how: Release, now: Instant) -> bool {
+    pub(crate) fn release(
+        &mut self,
+        lease: &Lease,
+        how: Release,
+        now: Instant,
+        acked: &mut Acked,
+    ) -> bool {
         self.tidy(now);
         let token = lease.token();
         if lease.kind() == LeaseKind::Slot {
@@ -628,12 +628,11 @@ impl ScopeState {
                     None => live,
                 },
                 _ => {
-                    let acked = self.slot_runs.remove(token).is_some();
-                    if acked {
-                        self.acked
-                            .insert((token.clone(), 0), now + remembered(lease.ttl()));
+                    let done = self.slot_runs.remove(token).is_some();
+                    if done {
+                        acked.insert(token, 0, now + remembered(lease.ttl()));
                     }
-                    live || acked || self.acked.contains_key(&(token.clone(), 0))
+                    live || done || acked.contains(token, 0, now)
                 }
             };
         }
@@ -651,9 +650,9 @@ impl ScopeState {
                 }
             }
             _ => {
-                answer |= self.acked.contains_key(&(token.clone(), seq));
+                answer |= acked.contains(token, seq, now);
                 if own || held {
-                    self.ack(token, seq, now, lease.ttl());
+                    self.ack(acked, token, seq, now, lease.ttl());
                 }
             }
         }
@@ -807,5 +806,15 @@ impl InFlight {
             entries: vec![entry],
             reports: Vec::new(),
         }
+    }
+}
+
+/// The answer to a finish whose token no longer holds its batch: `Released` if
+/// that batch was acknowledged moments ago (a repeat), `Lost` otherwise.
+fn repeat_or_lost(acked: &Acked, token: &LeaseToken, seq: u64, now: Instant) -> Handoff {
+    if acked.contains(token, seq, now) {
+        Handoff::Released
+    } else {
+        Handoff::Lost
     }
 }

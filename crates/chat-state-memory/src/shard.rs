@@ -12,6 +12,7 @@ use chat_core::{
 };
 use tokio::time::Instant;
 
+use crate::acked::Acked;
 use crate::scope::{Recorded, ScopeState};
 
 #[derive(Debug)]
@@ -31,6 +32,7 @@ pub(crate) struct Shard {
     dedupe_expiry: BinaryHeap<Reverse<(Instant, String)>>,
     pub(crate) subscriptions: HashSet<ThreadRef>,
     scopes: HashMap<ScopeKey, ScopeState>,
+    acked: Acked,
 }
 
 fn dedupe_slot(tag: ScopeTag<'_>, key: &DedupeKey) -> String {
@@ -135,8 +137,10 @@ impl Shard {
     }
 
     pub(crate) fn finish(&mut self, lease: &Lease, now: Instant) -> Handoff {
+        self.acked.purge(now);
         let handoff = match self.scopes.get_mut(lease.scope()) {
-            Some(state) => state.finish(lease, now),
+            Some(state) => state.finish(lease, now, &mut self.acked),
+            None if self.acked.contains(lease.token(), lease.seq(), now) => Handoff::Released,
             None => Handoff::Lost,
         };
         self.tidy(lease.scope(), now);
@@ -144,10 +148,11 @@ impl Shard {
     }
 
     pub(crate) fn release(&mut self, lease: &Lease, how: Release, now: Instant) -> bool {
-        let released = self
-            .scopes
-            .get_mut(lease.scope())
-            .is_some_and(|state| state.release(lease, how, now));
+        self.acked.purge(now);
+        let released = match self.scopes.get_mut(lease.scope()) {
+            Some(state) => state.release(lease, how, now, &mut self.acked),
+            None => how == Release::Done && self.acked.contains(lease.token(), lease.seq(), now),
+        };
         self.tidy(lease.scope(), now);
         released
     }
