@@ -45,7 +45,11 @@ scenarios (default: all):
   redis-calls  Redis calls per delivery: ack path and total (MONITOR)
   micro        divan micro-benchmarks: verify+parse, memory admit, Redis admit
 
-  --quick      a couple of seconds per load: a smoke run, not a measurement";
+  --quick      a couple of seconds per load: a smoke run, not a measurement
+
+environment:
+  BENCH_ECHO_BOT=PATH  run this echo-bot binary instead of the one built here
+                       (another commit's release build: before/after figures)";
 
 const SCENARIOS: [&str; 6] = [
     "backends",
@@ -420,7 +424,11 @@ impl Bench {
         let log =
             fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
         let log_err = log.try_clone().map_err(|e| e.to_string())?;
-        let mut c = Command::new(self.bin.join("echo-bot"));
+        // BENCH_ECHO_BOT: another build of echo-bot (an earlier commit's), for
+        // before/after figures measured in one session.
+        let echo_bot = std::env::var_os("BENCH_ECHO_BOT")
+            .map_or_else(|| self.bin.join("echo-bot"), PathBuf::from);
+        let mut c = Command::new(echo_bot);
         c.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("BIND", format!("127.0.0.1:{port}"))
