@@ -17,7 +17,7 @@ use std::time::Duration;
 use chat_core::AgentSessionAction;
 use chat_runtime::{BurstMode, BurstOptions, CancelCause, Concurrency, Outcome, RuntimeOptions};
 use chat_testkit::{EventBuilder, Fault, Op};
-use support::{Env, Scenario};
+use support::{Env, Scenario, deferred};
 
 on_every_backend!(
     a_lost_admit_reply_is_repeated_and_the_event_runs_once,
@@ -31,15 +31,6 @@ on_every_backend!(
     a_hung_renewal_preempts_at_the_believed_expiry,
     a_run_lost_max_attempts_times_is_abandoned,
 );
-
-fn deferred(c: Concurrency) -> RuntimeOptions {
-    RuntimeOptions {
-        dispatch: chat_runtime::Dispatch::Deferred,
-        detach_timeout: Duration::from_secs(60),
-        concurrency: c,
-        ..RuntimeOptions::default()
-    }
-}
 
 /// Every outcome recorded for `id`, across replicas.
 fn outcomes(s: &Scenario, id: &str) -> Vec<Outcome> {

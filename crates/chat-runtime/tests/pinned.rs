@@ -1,7 +1,7 @@
 //! What users rely on, pinned: every default, the corners of each strategy
 //! (a lone burst message, budgets under debounce and burst, a lease lost in the
 //! middle of a burst-each batch), the sync slot wait, a lock scope chosen from
-//! the event, and the progress events by name.
+//! the event. (The progress events by name: `progress_events.rs`.)
 
 #![allow(
     clippy::unwrap_used,
@@ -12,7 +12,7 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chat_core::{BurstOptions, DebounceOptions, OnFull, QueueOptions};
@@ -20,7 +20,7 @@ use chat_runtime::{
     BurstMode, CancelCause, Concurrency, ConcurrentOptions, Dispatch, LockScope, Outcome,
     RuntimeOptions, ScopeChoice, ShutdownMode,
 };
-use support::{Env, Scenario};
+use support::{Env, Scenario, deferred};
 
 on_every_backend!(
     a_lone_burst_message_runs_alone,
@@ -29,15 +29,6 @@ on_every_backend!(
     a_lease_lost_in_the_middle_of_a_burst_each_batch_runs_the_batch_again,
     a_sync_delivery_waits_for_a_concurrency_slot_within_its_request,
 );
-
-fn deferred(c: Concurrency) -> RuntimeOptions {
-    RuntimeOptions {
-        dispatch: Dispatch::Deferred,
-        detach_timeout: Duration::from_secs(60),
-        concurrency: c,
-        ..RuntimeOptions::default()
-    }
-}
 
 /// Every default the documentation names.
 #[test]
@@ -241,60 +232,4 @@ async fn a_lock_scope_function_reads_the_event() {
     );
     assert_eq!(s.outcome("m1"), Some(Outcome::Ran));
     assert_eq!(s.outcome("m2"), Some(Outcome::Ran), "one lease per thread");
-}
-
-/// The progress events users build dashboards on, by their stable names.
-#[tokio::test(start_paused = true)]
-async fn progress_events_carry_their_stable_names() {
-    use tracing_subscriber::layer::SubscriberExt;
-
-    let seen = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
-    let layer = Names(Arc::clone(&seen));
-    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
-
-    let q = Scenario::new(deferred(Concurrency::queue()));
-    q.send("1", "a", "sleep:100").await;
-    q.send("1", "b", "ok").await;
-    q.pass(1000).await;
-    let d = Scenario::new(deferred(Concurrency::Debounce(
-        DebounceOptions::default().interval(Duration::from_millis(300)),
-    )));
-    d.send("1", "x", "sleep:500").await;
-    d.pass(400).await;
-    d.send("1", "y", "ok").await;
-    d.send("1", "z", "ok").await;
-    d.pass(2000).await;
-
-    let seen = seen.lock().unwrap().clone();
-    let has = |name: &str, field: &str| seen.iter().any(|(n, f)| n == name && f.contains(field));
-    assert!(has("message-queued", "queue_depth=1"), "{seen:?}");
-    assert!(has("message-dequeued", "skipped_count=0"), "{seen:?}");
-    assert!(has("message-debouncing", "interval_ms=300"), "{seen:?}");
-    assert!(has("message-debounce-reset", "interval_ms=300"), "{seen:?}");
-    assert!(has("handler-ran", "outcome=\"handler-ran\""), "{seen:?}");
-    assert!(has("message-superseded", "reason=\"debounce\""), "{seen:?}");
-}
-
-/// Records every event's name and fields.
-struct Names(Arc<Mutex<Vec<(String, String)>>>);
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Names {
-    fn on_event(
-        &self,
-        event: &tracing::Event<'_>,
-        _ctx: tracing_subscriber::layer::Context<'_, S>,
-    ) {
-        struct Fields(String);
-        impl tracing::field::Visit for Fields {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                self.0.push_str(&format!("{}={value:?} ", field.name()));
-            }
-        }
-        let mut fields = Fields(String::new());
-        event.record(&mut fields);
-        self.0
-            .lock()
-            .unwrap()
-            .push((event.metadata().name().to_owned(), fields.0));
-    }
 }

@@ -14,10 +14,10 @@ use chat_core::{
     AdmitRequest, AgentSessionAction, Author, Concurrency, Decision, EventKind, Modal, StateBackend,
 };
 use chat_runtime::{
-    Bot, BotBuilder, CancelCause, Ctx, Dispatch, Event, Outcome, OutcomeRecord, RuntimeOptions,
+    Bot, BotBuilder, CancelCause, Ctx, Event, Outcome, OutcomeRecord, RuntimeOptions,
 };
 use chat_testkit::{EventBuilder, ScriptedAdapter};
-use support::{Clock, Env};
+use support::{Clock, Env, deferred};
 
 on_every_backend!(
     messages_route_as_the_typescript_sdk_does,
@@ -136,15 +136,6 @@ impl World {
 
 fn pair(tag: &str, id: &str) -> (String, String) {
     (tag.to_owned(), id.to_owned())
-}
-
-fn deferred() -> RuntimeOptions {
-    RuntimeOptions {
-        dispatch: Dispatch::Deferred,
-        detach_timeout: Duration::from_secs(60),
-        concurrency: Concurrency::queue(),
-        ..RuntimeOptions::default()
-    }
 }
 
 async fn messages_route_as_the_typescript_sdk_does(env: Env) {
@@ -302,7 +293,7 @@ async fn a_sync_handler_can_answer_the_delivery(env: Env) {
 }
 
 async fn interactions_answer_inline_under_deferred_dispatch(env: Env) {
-    let w = World::new(&env, deferred()).await;
+    let w = World::new(&env, deferred(Concurrency::queue())).await;
     let e = EventBuilder::new(w.thread("1"))
         .id("c")
         .slash_command("/echo", "reply")
@@ -315,7 +306,7 @@ async fn interactions_answer_inline_under_deferred_dispatch(env: Env) {
         &env,
         RuntimeOptions {
             inline_interactions: false,
-            ..deferred()
+            ..deferred(Concurrency::queue())
         },
     )
     .await;
@@ -330,7 +321,7 @@ async fn interactions_answer_inline_under_deferred_dispatch(env: Env) {
 }
 
 async fn a_stop_request_cancels_the_running_turn_here(env: Env) {
-    let w = World::new(&env, deferred()).await;
+    let w = World::new(&env, deferred(Concurrency::queue())).await;
     let t = w.thread("S1");
     w.send(
         &EventBuilder::new(t.clone())
@@ -391,7 +382,7 @@ async fn a_stop_request_reaches_a_holder_on_another_replica_at_renewal(env: Env)
     let mut stores = env.stores(2).await.into_iter();
     let options = RuntimeOptions {
         lock_ttl: Duration::from_secs(3),
-        ..deferred()
+        ..deferred(Concurrency::queue())
     };
     let a = World::on(stores.next().unwrap(), env.clock, options.clone());
     let b = World::on(stores.next().unwrap(), env.clock, options);
@@ -429,7 +420,7 @@ async fn the_max_lock_lifetime_preempts_a_hung_handler(env: Env) {
             lock_ttl: Duration::from_secs(3),
             max_lock_lifetime: Duration::from_secs(5),
             detach_timeout: Duration::from_secs(600),
-            ..deferred()
+            ..deferred(Concurrency::queue())
         },
     )
     .await;
@@ -462,7 +453,7 @@ async fn the_sweep_runs_entries_a_dead_holder_left_behind(env: Env) {
         RuntimeOptions {
             sweep_interval: Some(Duration::from_secs(1)),
             lock_ttl: Duration::from_secs(3),
-            ..deferred()
+            ..deferred(Concurrency::queue())
         },
     );
     // A holder on another replica took the scope and died with an entry queued.

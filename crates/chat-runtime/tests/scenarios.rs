@@ -15,7 +15,7 @@ use chat_runtime::{
     BuildError, BurstMode, BurstOptions, CancelCause, Concurrency, ConcurrentOptions,
     DebounceOptions, Dispatch, LockScope, OnFull, Outcome, QueueOptions, RuntimeOptions,
 };
-use support::Env;
+use support::{Env, deferred};
 
 on_every_backend!(
     a_duplicate_delivery_runs_once,
@@ -39,15 +39,6 @@ on_every_backend!(
     every_accepted_delivery_has_exactly_one_outcome,
     follow_ups_typed_before_the_first_run_join_it,
 );
-
-fn deferred(concurrency: Concurrency) -> RuntimeOptions {
-    RuntimeOptions {
-        dispatch: Dispatch::Deferred,
-        detach_timeout: Duration::from_secs(60),
-        concurrency,
-        ..RuntimeOptions::default()
-    }
-}
 
 fn build(options: RuntimeOptions) -> Result<(), BuildError> {
     let adapter = chat_testkit::ScriptedAdapter::new("test");

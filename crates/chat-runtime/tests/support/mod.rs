@@ -317,6 +317,16 @@ pub struct Scenario {
     pub clock: Clock,
 }
 
+/// Deferred dispatch with a generous detach budget, under `concurrency`.
+pub fn deferred(concurrency: Concurrency) -> RuntimeOptions {
+    RuntimeOptions {
+        dispatch: chat_runtime::Dispatch::Deferred,
+        detach_timeout: Duration::from_secs(60),
+        concurrency,
+        ..RuntimeOptions::default()
+    }
+}
+
 /// The handler; the durations in texts are scenario milliseconds (microseconds
 /// for `sleepus`), mapped to time by `clock`.
 pub fn handler(
