@@ -166,6 +166,11 @@ pub(crate) struct ScopeKeys {
 }
 
 impl ScopeKeys {
+    /// The acknowledgement of batch `seq` of the lease `token` (string, PX).
+    pub(crate) fn ack(&self, token: &str, seq: u64) -> String {
+        format!("{}:{token}:{seq}", self.acked)
+    }
+
     /// Every key of the scope, for tests that check they share a slot.
     #[cfg(test)]
     pub(crate) fn all(&self) -> [&str; 17] {

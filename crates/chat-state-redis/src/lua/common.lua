@@ -20,8 +20,9 @@
 --     acknowledges it, or the next holder adopts it.
 --   * A dedupe mark is "<request id>|<what the admit recorded>", so a repeat of
 --     the same request replays its decision instead of answering duplicate.
---   * `acked` is a sorted set "<token>:<seq>" -> ms until which a repeated
---     acknowledgement is answered 'released' (two TTLs, at least a minute).
+--   * An acknowledgement is a key "<scope acked prefix>:<token>:<seq>" (PX two
+--     TTLs, at least a minute) while which a repeated acknowledgement is
+--     answered 'released'. The caller names it, so it is declared like any key.
 
 -- The server's clock: (milliseconds, microseconds) since the Unix epoch.
 local function clock()
@@ -170,16 +171,12 @@ end
 -- An acknowledged batch: a repeat of the acknowledgement answers 'released'
 -- for two TTLs, and at least a minute (a caller may take several client
 -- timeouts to get through again).
-local function remember_ack(acked, token, seq, ttl, now)
-  local keep = math.max(2 * ttl, 60000)
-  redis.call('ZREMRANGEBYSCORE', acked, '-inf', now)
-  redis.call('ZADD', acked, now + keep, token .. ':' .. seq)
-  redis.call('PEXPIRE', acked, keep)
+local function remember_ack(ack, ttl)
+  redis.call('SET', ack, '1', 'PX', math.max(2 * ttl, 60000))
 end
 
-local function was_acked(acked, token, seq, now)
-  local until_ms = redis.call('ZSCORE', acked, token .. ':' .. seq)
-  return until_ms and tonumber(until_ms) > now
+local function was_acked(ack)
+  return redis.call('EXISTS', ack) == 1
 end
 
 -- What is ready for the holder, in the memory backend's order: every queued

@@ -10,7 +10,7 @@
 -- KEYS[7]  the scope's burst members      (list)
 -- KEYS[8]  the scope's burst batches      (hash)
 -- KEYS[9]  the scope's outbox             (list of reports)
--- KEYS[10] acknowledged batches           (sorted set "<token>:<seq>" -> ms)
+-- KEYS[10] this batch's acknowledgement    (string, PX)
 -- KEYS[11] threads with waiting work      (set)
 -- ARGV[1] the holder's token
 -- ARGV[2] the batch it acknowledges (its lease's seq)
@@ -29,7 +29,7 @@
 
 local lease, index, run, items = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local queue, pending, burst, meta, outbox = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local acked, threads = KEYS[10], KEYS[11]
+local ack, threads = KEYS[10], KEYS[11]
 local tok, seq, ttl, member = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local now = clock()
 local r = redis.call('HMGET', run, 'o', 's')
@@ -39,11 +39,11 @@ local l = redis.call('HMGET', lease, 'tok', 's')
 if l[1] ~= tok then
   if own then
     redis.call('DEL', run, items)
-    remember_ack(acked, tok, seq, ttl, now)
+    remember_ack(ack, ttl)
     reindex(index, member, lease, has_work(queue, pending, burst, run, outbox), now)
     return {'released'}
   end
-  if was_acked(acked, tok, seq, now) then
+  if was_acked(ack) then
     return {'released'}
   end
   return {'lost'}
@@ -65,7 +65,7 @@ end
 if own then
   redis.call('DEL', run, items)
 end
-remember_ack(acked, tok, seq, ttl, now)
+remember_ack(ack, ttl)
 local next_seq = int(seq + 1)
 
 -- The common case: nothing left to hand over, the lease goes.

@@ -5,7 +5,7 @@
 -- KEYS[2] the bucket's orphan index      (sorted set scope -> lease expiry ms)
 -- KEYS[3] the scope's in-flight batch    (hash)
 -- KEYS[4] its entries                    (list)
--- KEYS[5] acknowledged batches           (sorted set "<token>:<seq>" -> ms)
+-- KEYS[5] this batch's acknowledgement   (string, PX)
 -- KEYS[6] the scope's queue              (list)
 -- KEYS[7] the scope's pending event      (hash)
 -- KEYS[8] the scope's burst members      (list)
@@ -35,11 +35,11 @@ local held = owns(KEYS[1], tok)
 if ARGV[3] == 'done' then
   if own then
     redis.call('DEL', KEYS[3], KEYS[4])
-  elseif was_acked(KEYS[5], tok, seq, now) then
+  elseif was_acked(KEYS[5]) then
     answer = 1
   end
   if own or held then
-    remember_ack(KEYS[5], tok, seq, tonumber(ARGV[4]), now)
+    remember_ack(KEYS[5], tonumber(ARGV[4]))
   end
 elseif own then
   redis.call('HSET', KEYS[3], 'h', '1')

@@ -5,7 +5,7 @@
 -- KEYS[3] the scope's slot waiters       (sorted set token -> expiry ms)
 -- KEYS[4] the scope's slot runs          (hash token -> run record)
 -- KEYS[5] the bucket's slot-orphan index (sorted set scope -> ms)
--- KEYS[6] acknowledged runs              (sorted set "<token>:0" -> ms)
+-- KEYS[6] this run's acknowledgement     (string, PX)
 -- ARGV[1] the slot's token
 -- ARGV[2] 'done' (acknowledge the run) | 'handback' (leave it for recovery)
 -- ARGV[3] slot TTL (ms)
@@ -29,9 +29,9 @@ if live then
 end
 if ARGV[2] == 'done' then
   if redis.call('HDEL', KEYS[4], tok) == 1 then
-    remember_ack(KEYS[6], tok, '0', tonumber(ARGV[3]), now)
+    remember_ack(KEYS[6], tonumber(ARGV[3]))
     answer = 1
-  elseif was_acked(KEYS[6], tok, '0', now) then
+  elseif was_acked(KEYS[6]) then
     answer = 1
   end
 else
