@@ -251,6 +251,8 @@ pub struct Report {
     pub monitor: Option<BTreeMap<String, u64>>,
     /// CPU time the server used during the load and settling.
     pub server_cpu: Option<Duration>,
+    /// CPU time the bot's Redis used over the same span (`INFO cpu`).
+    pub redis_cpu: Option<Duration>,
     /// CPU time the load generator itself used.
     pub loadgen_cpu: Option<Duration>,
     /// Problems that did not stop the run.
@@ -306,6 +308,7 @@ pub async fn execute(args: RunArgs) -> io::Result<Report> {
         _ => None,
     };
     let cmd_before = redis.map(probe::commandstats).transpose()?;
+    let redis_cpu_before = redis.map(probe::redis_cpu).transpose()?;
     let sampler = match args.pid {
         Some(pid) => Some(RssSampler::start(
             pid,
@@ -390,6 +393,10 @@ pub async fn execute(args: RunArgs) -> io::Result<Report> {
         }
         _ => None,
     };
+    let redis_cpu = match (redis, redis_cpu_before) {
+        (Some(addr), Some(before)) => Some(probe::redis_cpu(addr)?.saturating_sub(before)),
+        _ => None,
+    };
     let monitor = monitor.map(Monitor::stop).transpose()?;
     Ok(Report {
         args,
@@ -399,6 +406,7 @@ pub async fn execute(args: RunArgs) -> io::Result<Report> {
         commandstats,
         monitor,
         server_cpu,
+        redis_cpu,
         loadgen_cpu,
         notes,
     })
@@ -504,6 +512,15 @@ impl Report {
             if m.sent > 0 {
                 put(
                     "server_cpu_us_per_delivery",
+                    json!(round(cpu.as_secs_f64() * 1e6 / m.sent as f64, 1)),
+                );
+            }
+        }
+        if let Some(cpu) = self.redis_cpu {
+            put("redis_cpu_s", json!(round(cpu.as_secs_f64(), 2)));
+            if m.sent > 0 {
+                put(
+                    "redis_cpu_us_per_delivery",
                     json!(round(cpu.as_secs_f64() * 1e6 / m.sent as f64, 1)),
                 );
             }
@@ -637,6 +654,14 @@ impl Report {
                 server.as_secs_f64(),
                 server.as_secs_f64() * 1e6 / m.sent.max(1) as f64,
                 own.as_secs_f64()
+            );
+        }
+        if let Some(cpu) = self.redis_cpu {
+            let _ = writeln!(
+                s,
+                "  cpu     redis {:.2} s ({:.1} µs per delivery sent)",
+                cpu.as_secs_f64(),
+                cpu.as_secs_f64() * 1e6 / m.sent.max(1) as f64,
             );
         }
         if let Some(r) = &self.rss {

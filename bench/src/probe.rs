@@ -271,6 +271,23 @@ pub fn commandstats(addr: SocketAddr) -> io::Result<BTreeMap<String, u64>> {
         .collect())
 }
 
+/// The Redis server's CPU time so far (`INFO cpu`: `used_cpu_sys` +
+/// `used_cpu_user`, the main thread and its helpers).
+pub fn redis_cpu(addr: SocketAddr) -> io::Result<Duration> {
+    let info = redis_query(addr, &["INFO", "cpu"])?;
+    let secs: f64 = info
+        .lines()
+        .filter_map(|line| {
+            let (name, value) = line.trim().split_once(':')?;
+            matches!(name, "used_cpu_sys" | "used_cpu_user")
+                .then(|| value.parse::<f64>().ok())
+                .flatten()
+        })
+        .sum();
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "INFO cpu: not a duration"))
+}
+
 /// SHA-1 (hex) of each chat-state-redis script → its name (`admit_queue`, …):
 /// each script is `common.lua` followed by the operation's own file.
 pub fn script_names(lua_dir: &Path) -> io::Result<BTreeMap<String, String>> {

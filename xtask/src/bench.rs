@@ -606,9 +606,10 @@ impl Bench {
             let _ = writeln!(
                 t,
                 "- Redis EVALSHA per delivery at max rate (INFO commandstats): {}; \
-                 all commands, those inside scripts included: {}",
+                 all commands, those inside scripts included: {}; Redis CPU {} µs/delivery",
                 num(f, "redis_cmdstat_evalsha_per_delivery", 2),
-                num(f, "redis_cmdstat_all_per_delivery", 2)
+                num(f, "redis_cmdstat_all_per_delivery", 2),
+                num(f, "redis_cpu_us_per_delivery", 1)
             );
         }
         if let Some(f) = get(&common_r) {
@@ -1188,7 +1189,7 @@ fn below(got: f64, target: f64, unit: &str) -> String {
 
 fn latency_table(done: &[(String, Backend, Figures)]) -> String {
     let mut t = String::from(
-        "| run | state | offered/s | achieved/s | ack p50 ms | p90 | p99 | p99.9 | max | 2xx | 503 | errors | handler runs | peak RSS MiB | CPU µs/delivery: bot | fake Slack | loadgen |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| run | state | offered/s | achieved/s | ack p50 ms | p90 | p99 | p99.9 | max | 2xx | 503 | errors | handler runs | peak RSS MiB | CPU µs/delivery: bot | Redis | fake Slack | loadgen |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for (label, backend, f) in done {
         let offered = match f.get("offered_rate") {
@@ -1197,7 +1198,7 @@ fn latency_table(done: &[(String, Backend, Figures)]) -> String {
         };
         let _ = writeln!(
             t,
-            "| {label} | {} | {offered} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {label} | {} | {offered} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             backend.name(),
             num(f, "achieved_rate", 0),
             num(f, "ack_p50_ms", 2),
@@ -1211,6 +1212,7 @@ fn latency_table(done: &[(String, Backend, Figures)]) -> String {
             int(f, "handler_runs"),
             num(f, "rss_max_mib", 1),
             num(f, "server_cpu_us_per_delivery", 0),
+            num(f, "redis_cpu_us_per_delivery", 0),
             num(f, "fake_slack_cpu_us_per_delivery", 0),
             num(f, "loadgen_cpu_us_per_delivery", 0),
         );
