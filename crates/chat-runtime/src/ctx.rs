@@ -29,10 +29,25 @@ struct CtxInner {
     fence: Option<u64>,
     attempt: u32,
     lease: Option<Arc<LeaseState>>,
-    /// Posts made by this run so far: the next post's position.
-    positions: Arc<AtomicU32>,
+    posts: Arc<Posts>,
     posted: Arc<AtomicBool>,
     reply: Option<crate::answer::Answer>,
+}
+
+/// What a run has posted through its thread handles: the next reply's
+/// position, and whether a post began after the run was cancelled (the
+/// handler's own last word on a stop).
+#[derive(Debug, Default)]
+pub(crate) struct Posts {
+    next: AtomicU32,
+    after_cancel: AtomicBool,
+}
+
+impl Posts {
+    /// Whether the handler posted something it began after its cancellation.
+    pub(crate) fn spoke_after_cancel(&self) -> bool {
+        self.after_cancel.load(Ordering::SeqCst)
+    }
 }
 
 pub(crate) struct CtxParts {
@@ -45,8 +60,7 @@ pub(crate) struct CtxParts {
     pub(crate) fence: Option<u64>,
     pub(crate) attempt: u32,
     pub(crate) lease: Option<Arc<LeaseState>>,
-    /// Posts made through the run's thread handle so far.
-    pub(crate) positions: Arc<AtomicU32>,
+    pub(crate) posts: Arc<Posts>,
     pub(crate) posted: Arc<AtomicBool>,
     pub(crate) reply: Option<crate::answer::Answer>,
 }
@@ -64,7 +78,7 @@ impl Ctx {
                 fence: p.fence,
                 attempt: p.attempt,
                 lease: p.lease,
-                positions: p.positions,
+                posts: p.posts,
                 posted: p.posted,
                 reply: p.reply,
             }),
@@ -81,7 +95,8 @@ impl Ctx {
             replies: Some(Replies {
                 event_id: self.inner.event.id.clone(),
                 attempt: self.inner.attempt,
-                positions: Arc::clone(&self.inner.positions),
+                posts: Arc::clone(&self.inner.posts),
+                cancel: self.inner.cancel.clone(),
                 lease: self.inner.lease.clone(),
             }),
         }
@@ -216,7 +231,8 @@ pub struct Thread {
 struct Replies {
     event_id: chat_core::EventId,
     attempt: u32,
-    positions: Arc<AtomicU32>,
+    posts: Arc<Posts>,
+    cancel: Cancel,
     lease: Option<Arc<LeaseState>>,
 }
 
@@ -233,10 +249,14 @@ impl Thread {
         message: impl Into<OutboundMessage>,
     ) -> Result<MessageRef, AdapterError> {
         let mut message = message.into();
+        let after_cancel = self
+            .replies
+            .as_ref()
+            .is_some_and(|r| r.cancel.is_cancelled());
         if let Some(replies) = &self.replies
             && message.reply_key.is_none()
         {
-            let position = replies.positions.fetch_add(1, Ordering::SeqCst);
+            let position = replies.posts.next.fetch_add(1, Ordering::SeqCst);
             message = message.with_reply_key(ReplyKey::new(
                 replies.event_id.clone(),
                 position,
@@ -248,6 +268,11 @@ impl Thread {
             .await;
         if r.is_ok() {
             self.posted.store(true, Ordering::Release);
+            if let Some(replies) = &self.replies
+                && after_cancel
+            {
+                replies.posts.after_cancel.store(true, Ordering::SeqCst);
+            }
         }
         r
     }

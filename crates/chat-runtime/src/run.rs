@@ -4,7 +4,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 
 use chat_core::{Event, EventKind};
 use futures_util::FutureExt;
@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use crate::bot::{RunHandle, lock};
 use crate::cancel::{Cancel, CancelCause};
-use crate::ctx::{Ctx, CtxParts};
+use crate::ctx::{Ctx, CtxParts, Posts};
 use crate::handler::SharedHandler;
 use crate::holder::{Held, Holder, Work};
 use crate::outcome::{Outcome, OutcomeRecord};
@@ -40,7 +40,7 @@ impl Holder {
             return End::Done(record(&event, Outcome::Ignored, "no-handler", None, None));
         };
         let cancel = Cancel::new();
-        let positions: Arc<AtomicU32> = Arc::default();
+        let posts: Arc<Posts> = Arc::default();
         let scope = held.map(|h| h.lease.scope().clone());
         if let (Some(scope), Some(held)) = (&scope, held) {
             lock(&inner.runs)
@@ -61,15 +61,12 @@ impl Holder {
             fence: held.map(|h| h.lease.fence()),
             attempt: work.attempt,
             lease: held.map(|h| Arc::clone(h.state())),
-            positions: Arc::clone(&positions),
+            posts: Arc::clone(&posts),
             posted: work.posted,
             reply: work.reply,
         });
         let started = Instant::now();
         let mut cancelled_at = None;
-        // Posts made before a stop request: a handler that posts after it
-        // said its own last word.
-        let mut posts_at_cancel = 0;
         let span = tracing::info_span!(
             "handler",
             event_id = %event.id,
@@ -110,7 +107,6 @@ impl Holder {
                     }
                     if cancel.is_cancelled() && cancelled_at.is_none() {
                         cancelled_at = Some(Instant::now());
-                        posts_at_cancel = positions.load(Ordering::SeqCst);
                     }
                 }
             }
@@ -145,7 +141,7 @@ impl Holder {
             }
             (Some(CancelCause::DeadlineExceeded), _) => (Outcome::DeadlineExceeded, "budget"),
             (Some(CancelCause::StopRequested), _) => {
-                if positions.load(Ordering::SeqCst) == posts_at_cancel {
+                if !posts.spoke_after_cancel() {
                     // The handler said nothing after the stop: the platform's
                     // closing word (Linear's final activity).
                     let adapter = Arc::clone(&self.adapter);

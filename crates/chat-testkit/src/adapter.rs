@@ -40,6 +40,8 @@ pub struct ScriptedAdapter {
 struct Inner {
     name: String,
     posts: Mutex<Vec<Post>>,
+    /// Events whose session the adapter ended after a stop.
+    stopped: Mutex<Vec<String>>,
     next_id: AtomicU64,
     max_body: usize,
 }
@@ -56,6 +58,7 @@ impl ScriptedAdapter {
             inner: Arc::new(Inner {
                 name: name.to_owned(),
                 posts: Mutex::new(Vec::new()),
+                stopped: Mutex::new(Vec::new()),
                 next_id: AtomicU64::new(0),
                 max_body,
             }),
@@ -117,6 +120,16 @@ impl ScriptedAdapter {
     /// The texts posted so far, in order.
     pub fn posts(&self) -> Vec<String> {
         self.posted().into_iter().map(|(_, t)| t).collect()
+    }
+
+    /// The events [`PlatformAdapter::stopped`] was called for (the platform's
+    /// closing word after a stop the handler did not answer), in order.
+    pub fn stopped(&self) -> Vec<String> {
+        self.inner
+            .stopped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The (thread, text) pairs posted so far, in order.
@@ -226,5 +239,13 @@ impl PlatformAdapter for ScriptedAdapter {
 
     async fn react(&self, _message: &MessageRef, _emoji: &str) -> Result<(), AdapterError> {
         Ok(())
+    }
+
+    async fn stopped(&self, event: &Event) {
+        self.inner
+            .stopped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(event.id.to_string());
     }
 }

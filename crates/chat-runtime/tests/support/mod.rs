@@ -394,6 +394,16 @@ pub fn handler(
                     ctx.cancelled().await;
                     Ok(())
                 }
+                // Answers its cancellation with a post that takes `arg` ms.
+                "answer-cancel" => {
+                    ctx.cancelled().await;
+                    let thread = ctx.thread();
+                    let (_, ()) = tokio::join!(
+                        thread.post(format!("stopping:{}", event.id)),
+                        tokio::time::sleep(ms)
+                    );
+                    Ok(())
+                }
                 "stubborn" => {
                     tokio::time::sleep(ms).await;
                     Ok(())
