@@ -1,81 +1,25 @@
 //! [`Bot`] and its builder.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use chat_core::{Lease, LeaseToken, PlatformAdapter, ScopeKey, StateBackend};
+use chat_core::{PlatformAdapter, StateBackend};
 use regex::Regex;
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
-use crate::admission::Admission;
-use crate::cancel::Cancel;
 use crate::handler::{Handler, SharedHandler};
 use crate::options::{BuildError, RuntimeOptions};
 use crate::outcome::{Observer, Recorder};
 use crate::router::Handlers;
+use crate::shared::Shared;
 use crate::webhook::WebhookService;
 
 /// A configured bot: handlers, adapters, a state backend and options. Cheap to
 /// clone; every clone is the same bot.
 #[derive(Clone)]
 pub struct Bot {
-    pub(crate) inner: Arc<BotInner>,
-}
-
-pub(crate) struct BotInner {
-    pub(crate) state: Arc<dyn StateBackend>,
-    pub(crate) adapters: HashMap<String, Arc<dyn PlatformAdapter>>,
-    pub(crate) options: RuntimeOptions,
-    pub(crate) handlers: Handlers,
-    pub(crate) recorder: Recorder,
-    pub(crate) admission: Admission,
-    pub(crate) tracker: TaskTracker,
-    /// Fired when shutdown starts: holders finish what they run and take no
-    /// new work.
-    pub(crate) draining: CancellationToken,
-    /// Fired when the drain ends: every run still going is cancelled with
-    /// `Shutdown` and hands its batch back.
-    pub(crate) shutdown: CancellationToken,
-    /// Fired when shutdown's deadline passed: keepers stop renewing.
-    pub(crate) abandon: CancellationToken,
-    pub(crate) closed: AtomicBool,
-    /// Runs in progress per scope, for stop requests that land on this replica.
-    pub(crate) runs: Mutex<HashMap<ScopeKey, Vec<RunHandle>>>,
-    /// Leases this process holds, released at shutdown.
-    pub(crate) held: Mutex<HashMap<LeaseToken, Lease>>,
-    /// Holders waiting on a scope (a burst window, a debounce quiet period), woken
-    /// when this process admits an event there that may make them ready early.
-    pub(crate) wakers: Mutex<HashMap<ScopeKey, Arc<Notify>>>,
-    /// Woken when a local concurrency slot is released.
-    pub(crate) slot_freed: Notify,
-    pub(crate) sweeper: OnceLock<()>,
-    pub(crate) shutdown_cancelled: AtomicUsize,
-}
-
-/// A run in progress, as a stop request on this replica reaches it.
-pub(crate) struct RunHandle {
-    pub(crate) cancel: Cancel,
-    /// The stop requests its holder has acted on in this batch.
-    pub(crate) seen: Arc<std::sync::atomic::AtomicU32>,
-}
-
-impl BotInner {
-    pub(crate) fn hold(&self, lease: &Lease) {
-        lock(&self.held).insert(lease.token().clone(), lease.clone());
-    }
-
-    pub(crate) fn unhold(&self, lease: &Lease) {
-        lock(&self.held).remove(lease.token());
-    }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+    shared: Arc<Shared>,
 }
 
 impl Bot {
@@ -88,7 +32,7 @@ impl Bot {
     /// `tower::Service<http::Request<B>>` for any body type, to mount in axum
     /// (`route_service`) or serve with hyper. An unknown name answers 404.
     pub fn webhook(&self, adapter: &str) -> WebhookService {
-        WebhookService::new(self.clone(), adapter)
+        WebhookService::new(Arc::clone(&self.shared), adapter)
     }
 
     /// Handles one webhook request whose body was already read, as the webhook
@@ -98,26 +42,28 @@ impl Bot {
         adapter: &str,
         request: http::Request<Bytes>,
     ) -> http::Response<Bytes> {
-        let Some(adapter) = self.inner.adapters.get(adapter).cloned() else {
+        let Some(adapter) = self.shared.adapter(adapter) else {
             return crate::webhook::not_found();
         };
         let (parts, body) = request.into_parts();
-        crate::dispatch::deliver_detached(&self.inner, adapter, parts, body).await
+        crate::dispatch::deliver_detached(&self.shared, adapter, parts, body).await
     }
 
     /// The options in force.
     pub fn options(&self) -> &RuntimeOptions {
-        &self.inner.options
+        self.shared.options()
     }
 
     /// The state backend.
     pub fn state(&self) -> &Arc<dyn StateBackend> {
-        &self.inner.state
+        self.shared.state()
     }
 
     /// Detached work admitted and not yet finished.
     pub fn in_flight(&self) -> usize {
-        self.inner.admission.in_use(self.inner.options.max_detached)
+        self.shared
+            .admission()
+            .in_use(self.shared.options().max_detached)
     }
 
     /// Waits, up to `timeout`, until no delivery or detached work is in progress,
@@ -125,24 +71,24 @@ impl Bot {
     /// Not meant to race [`shutdown`](Self::shutdown).
     /// Returns whether it became idle in time.
     pub async fn idle(&self, timeout: Duration) -> bool {
-        let inner = &self.inner;
+        let shared = &self.shared;
         let until = tokio::time::Instant::now() + timeout;
         loop {
-            if inner.tracker.is_empty() {
+            if shared.tracker().is_empty() {
                 return true;
             }
             let wait = async {
                 // `wait` needs a closed tracker; closing only affects waiting, and
                 // reopening is skipped once shutdown has closed it for good.
-                inner.tracker.close();
-                inner.tracker.wait().await;
+                shared.tracker().close();
+                shared.tracker().wait().await;
             };
             let done = tokio::time::timeout_at(until, wait).await.is_ok();
-            if !inner.closed.load(Ordering::SeqCst) {
-                inner.tracker.reopen();
+            if !shared.signals().is_closed() {
+                shared.tracker().reopen();
             }
             if !done {
-                return inner.tracker.is_empty();
+                return shared.tracker().is_empty();
             }
         }
     }
@@ -166,42 +112,41 @@ impl Bot {
     /// Idempotent; returns by its deadline even if a handler ignores
     /// cancellation.
     pub async fn shutdown(&self, deadline: Duration) -> ShutdownReport {
-        let inner = &self.inner;
+        let shared = &self.shared;
         let start = tokio::time::Instant::now();
         let end = start + deadline;
-        inner.closed.store(true, Ordering::SeqCst);
-        inner.draining.cancel();
-        inner.tracker.close();
-        let drain_end = match inner.options.shutdown {
+        shared.signals().close();
+        shared.tracker().close();
+        let drain_end = match shared.options().shutdown {
             crate::ShutdownMode::Cancel => start,
             _ => start + deadline.mul_f64(0.8),
         };
-        let mut finished = tokio::time::timeout_at(drain_end, inner.tracker.wait())
+        let mut finished = tokio::time::timeout_at(drain_end, shared.tracker().wait())
             .await
             .is_ok();
-        inner.shutdown.cancel();
+        shared.signals().shutdown().cancel();
         if !finished {
-            finished = tokio::time::timeout_at(end, inner.tracker.wait())
+            finished = tokio::time::timeout_at(end, shared.tracker().wait())
                 .await
                 .is_ok();
         }
-        inner.abandon.cancel();
-        let leftover: Vec<Lease> = lock(&inner.held).drain().map(|(_, l)| l).collect();
+        shared.signals().abandon().cancel();
+        let leftover = shared.take_held();
         let mut released = 0;
         for lease in &leftover {
             // Bounded: a stalled backend must not hold shutdown past its deadline
             // by much; the lease then lapses at its TTL instead.
             let r = tokio::time::timeout(
                 Duration::from_millis(500),
-                inner.state.release(lease, chat_core::Release::HandBack),
+                shared.state().release(lease, chat_core::Release::HandBack),
             )
             .await;
             released += usize::from(matches!(r, Ok(Ok(true))));
         }
         let report = ShutdownReport {
-            cancelled: inner.shutdown_cancelled.load(Ordering::SeqCst),
+            cancelled: shared.shutdown_cancelled(),
             finished,
-            still_running: inner.tracker.len(),
+            still_running: shared.tracker().len(),
             leases_released: released,
         };
         tracing::info!(
@@ -404,30 +349,18 @@ impl BotBuilder {
         }
         let options = self.options;
         let bot = Bot {
-            inner: Arc::new(BotInner {
+            shared: Arc::new(Shared::new(
                 state,
                 adapters,
-                admission: Admission::new(options.max_detached, options.max_detached_per_tenant),
                 options,
                 handlers,
-                recorder: Recorder::new(self.observers),
-                tracker: TaskTracker::new(),
-                draining: CancellationToken::new(),
-                shutdown: CancellationToken::new(),
-                abandon: CancellationToken::new(),
-                closed: AtomicBool::new(false),
-                runs: Mutex::default(),
-                held: Mutex::default(),
-                wakers: Mutex::default(),
-                slot_freed: Notify::new(),
-                sweeper: OnceLock::new(),
-                shutdown_cancelled: AtomicUsize::new(0),
-            }),
+                Recorder::new(self.observers),
+            )),
         };
         // The recovery sweep runs from the start when built inside a runtime;
         // otherwise it starts with the first delivery.
         if tokio::runtime::Handle::try_current().is_ok() {
-            crate::sweep::start_sweeper(&bot.inner);
+            crate::sweep::start_sweeper(&bot.shared);
         }
         Ok(bot)
     }

@@ -14,36 +14,36 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::answer::Answer;
-use crate::bot::{BotInner, lock};
-use crate::cancel::CancelCause;
-use crate::holder::{Holder, Work};
+use crate::holder::Holder;
 use crate::options::{Dispatch, LockScope, ScopeChoice};
 use crate::outcome::{Outcome, OutcomeRecord};
 use crate::retry::repeat;
 use crate::router::Plan;
+use crate::shared::Shared;
 use crate::slots::SlotWait;
+use crate::work::Work;
 
 /// Runs the ack path on a task of its own, so a client that hangs up mid-way
 /// cannot abandon an event between its admission and its hand-off to a handler.
 pub(crate) async fn deliver_detached(
-    inner: &Arc<BotInner>,
+    shared: &Arc<Shared>,
     adapter: Arc<dyn PlatformAdapter>,
     parts: Parts,
     body: Bytes,
 ) -> http::Response<Bytes> {
-    crate::sweep::start_sweeper(inner);
-    let task_inner = Arc::clone(inner);
+    crate::sweep::start_sweeper(shared);
+    let task_inner = Arc::clone(shared);
     let task_adapter = Arc::clone(&adapter);
     let answer = Answer::default();
     let task_answer = answer.clone();
-    let task = inner.tracker.spawn(async move {
+    let task = shared.tracker().spawn(async move {
         deliver(&task_inner, &task_adapter, &parts, body, &task_answer).await
     });
     // The platform must hear back inside its deadline. Past `ack_timeout` it is
     // told to retry (or, for what it never retries, that the answer will
     // follow), while the delivery goes on: whatever `admit` decided still
     // happens (a handler that got the lease runs; the retry is then a duplicate).
-    match tokio::time::timeout(inner.options.ack_timeout, task).await {
+    match tokio::time::timeout(shared.options().ack_timeout, task).await {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => {
             tracing::error!(error = %e, "delivery task failed");
@@ -58,7 +58,7 @@ pub(crate) async fn deliver_detached(
 }
 
 async fn deliver(
-    inner: &Arc<BotInner>,
+    shared: &Arc<Shared>,
     adapter: &Arc<dyn PlatformAdapter>,
     parts: &Parts,
     body: Bytes,
@@ -76,7 +76,7 @@ async fn deliver(
         Ok(Inbound::Reply(response)) => return response,
         Ok(Inbound::Ignored { reason }) => {
             tracing::debug!(name: "message-ignored", adapter = adapter.name(), reason = reason.as_str());
-            inner.recorder.record(&OutcomeRecord {
+            shared.recorder().record(&OutcomeRecord {
                 event_id: chat_core::EventId::new(""),
                 thread: None,
                 outcome: Outcome::Ignored,
@@ -90,7 +90,7 @@ async fn deliver(
         Ok(Inbound::Event(mut event)) => match adapter.resolve(&mut event).await {
             Ok(Resolution::Ignored { reason }) => {
                 tracing::debug!(name: "message-ignored", adapter = adapter.name(), reason);
-                inner.recorder.event(&event, Outcome::Ignored, reason);
+                shared.recorder().event(&event, Outcome::Ignored, reason);
                 return adapter.respond(Some(&event), &Verdict::Ignored);
             }
             Ok(_) => {
@@ -100,8 +100,8 @@ async fn deliver(
             }
             Err(e) => {
                 tracing::warn!(adapter = adapter.name(), event_id = %event.id, error = %e, "resolving the event failed; the platform will retry");
-                inner
-                    .recorder
+                shared
+                    .recorder()
                     .event(&event, Outcome::Rejected, "resolve-failed");
                 return adapter.respond(Some(&event), &Verdict::Failed);
             }
@@ -113,17 +113,17 @@ async fn deliver(
         platform = %event.platform(),
         tenant = %event.tenant(),
         event_id = %event.id,
-        scope = %scope_of(inner, adapter.as_ref(), &event),
+        scope = %scope_of(shared, adapter.as_ref(), &event),
     );
     let decide = async {
-        match inner.handlers.plan(&event) {
+        match shared.handlers().plan(&event) {
             Plan::Ignore(reason) => {
-                inner.recorder.event(&event, Outcome::Ignored, reason);
+                shared.recorder().event(&event, Outcome::Ignored, reason);
                 Verdict::Ignored
             }
-            Plan::Control => stop(inner, adapter, &event).await,
+            Plan::Control => stop(shared, adapter, &event).await,
             Plan::Admit { gate, serialized } => {
-                admit(inner, adapter, &event, gate, serialized, answer).await
+                admit(shared, adapter, &event, gate, serialized, answer).await
             }
         }
     };
@@ -132,8 +132,8 @@ async fn deliver(
 }
 
 /// The scope `event` is serialized on.
-pub(crate) fn scope_of(inner: &BotInner, adapter: &dyn PlatformAdapter, event: &Event) -> ScopeKey {
-    match &inner.options.lock_scope {
+pub(crate) fn scope_of(shared: &Shared, adapter: &dyn PlatformAdapter, event: &Event) -> ScopeKey {
+    match &shared.options().lock_scope {
         LockScope::Thread => event.thread.thread_scope(),
         LockScope::Channel => event.thread.channel_scope(),
         LockScope::Function(f) => match f(event) {
@@ -148,53 +148,48 @@ pub(crate) fn scope_of(inner: &BotInner, adapter: &dyn PlatformAdapter, event: &
 /// on another replica learns it at renewal), and cancel the scope's running
 /// turn here at once.
 async fn stop(
-    inner: &Arc<BotInner>,
+    shared: &Arc<Shared>,
     adapter: &Arc<dyn PlatformAdapter>,
     event: &Arc<Event>,
 ) -> Verdict {
-    let scope = scope_of(inner, adapter.as_ref(), event);
-    let req = CancelRequest::new(event, scope.clone()).dedupe_ttl(inner.options.dedupe_ttl);
-    let until = Instant::now() + inner.options.ack_timeout;
+    let scope = scope_of(shared, adapter.as_ref(), event);
+    let req = CancelRequest::new(event, scope.clone()).dedupe_ttl(shared.options().dedupe_ttl);
+    let until = Instant::now() + shared.options().ack_timeout;
     let answer = repeat("request_cancel", until, || {
-        inner.state.request_cancel(req.clone())
+        shared.state().request_cancel(req.clone())
     })
     .await;
     let count = match &answer {
         Ok((CancelOutcome::Recorded { count }, _)) => Some(*count),
         _ => None,
     };
-    if !matches!(answer, Ok((CancelOutcome::Duplicate, _)))
-        && let Some(runs) = lock(&inner.runs).get(&scope)
-    {
-        for run in runs {
-            if let Some(count) = count {
-                // The holder's renewal will report this request too: it has
-                // been acted on.
-                run.seen.fetch_max(count, Ordering::SeqCst);
-            }
-            run.cancel.cancel(CancelCause::StopRequested);
-        }
+    if !matches!(answer, Ok((CancelOutcome::Duplicate, _))) {
+        // The holder's renewal will report a recorded request too: it has
+        // been acted on here.
+        shared.stop_runs(&scope, count);
     }
     if let Ok((CancelOutcome::NoHolder, _)) = answer {
         // Nothing ran: the platform's closing word now.
         let (adapter, event) = (Arc::clone(adapter), Arc::clone(event));
-        inner
-            .tracker
+        shared
+            .tracker()
             .spawn(async move { adapter.stopped(&event).await });
     }
     match answer {
         Ok((CancelOutcome::Duplicate, _)) => {
-            inner.recorder.event(event, Outcome::Duplicate, "duplicate");
+            shared
+                .recorder()
+                .event(event, Outcome::Duplicate, "duplicate");
             Verdict::Duplicate
         }
         Ok(_) => {
-            inner.recorder.event(event, Outcome::Ran, "stop-request");
+            shared.recorder().event(event, Outcome::Ran, "stop-request");
             Verdict::Accepted
         }
         Err(e) => {
             tracing::warn!(error = %e, "recording a stop request failed");
-            inner
-                .recorder
+            shared
+                .recorder()
                 .event(event, Outcome::Rejected, "state-error");
             Verdict::Failed
         }
@@ -202,7 +197,7 @@ async fn stop(
 }
 
 async fn admit(
-    inner: &Arc<BotInner>,
+    shared: &Arc<Shared>,
     adapter: &Arc<dyn PlatformAdapter>,
     event: &Arc<Event>,
     gate: Gate,
@@ -210,17 +205,17 @@ async fn admit(
     answer: &Answer,
 ) -> Verdict {
     let accepted_at = Instant::now();
-    if inner.closed.load(Ordering::SeqCst) {
-        inner
-            .recorder
+    if shared.signals().is_closed() {
+        shared
+            .recorder()
             .event(event, Outcome::Rejected, "shutting-down");
         return Verdict::AtCapacity;
     }
-    let admitted = inner.options.dispatch == Dispatch::Deferred;
+    let admitted = shared.options().dispatch == Dispatch::Deferred;
     // Interactions that are answered in the HTTP response itself (a slash
     // command's text, a modal's response_action) run before the acknowledgement
     // even under deferred dispatch, unless the options say otherwise.
-    let inline = inner.options.inline_interactions
+    let inline = shared.options().inline_interactions
         && matches!(
             event.kind,
             EventKind::SlashCommand(_) | EventKind::ModalSubmit(_) | EventKind::ModalClose(_)
@@ -229,11 +224,11 @@ async fn admit(
     // Admission comes before any state is touched: a refused delivery is not
     // marked, so the platform's retry is new.
     let permit = if admitted {
-        match inner.admission.try_admit(event.tenant()) {
+        match shared.admission().try_admit(event.tenant()) {
             Some(p) => Some(p),
             None => {
-                inner
-                    .recorder
+                shared
+                    .recorder()
                     .event(event, Outcome::Rejected, "at-capacity");
                 return Verdict::AtCapacity;
             }
@@ -242,21 +237,22 @@ async fn admit(
         None
     };
     let concurrency = if serialized {
-        inner.options.concurrency
+        shared.options().concurrency
     } else {
         Concurrency::concurrent()
     };
-    let scope = scope_of(inner, adapter.as_ref(), event);
+    let scope = scope_of(shared, adapter.as_ref(), event);
     let req = AdmitRequest::new(Arc::clone(event), scope.clone(), concurrency)
         .gate(gate)
-        .dedupe_ttl(inner.options.dedupe_ttl)
-        .lease_ttl(inner.options.lock_ttl);
+        .dedupe_ttl(shared.options().dedupe_ttl)
+        .lease_ttl(shared.options().lock_ttl);
     let id = req.id.clone();
     // An admit whose reply is lost may have run: it is repeated, with the same
     // id, until it answers. Meanwhile the platform has been told to retry (at
     // `ack_timeout`); whichever comes first runs the event, once.
-    let until = accepted_at + inner.options.state_retry;
-    let (admission, sent) = match repeat("admit", until, || inner.state.admit(req.clone())).await {
+    let until = accepted_at + shared.options().state_retry;
+    let (admission, sent) = match repeat("admit", until, || shared.state().admit(req.clone())).await
+    {
         Ok(a) => a,
         Err(e) if crate::retry::outcome_unknown(&e) => {
             tracing::warn!(name: "admit-outcome-unknown", error = %e, event_id = %event.id, "admit never answered; the event is in the backend's care if it ran, and the platform retries it if not");
@@ -264,13 +260,13 @@ async fn admit(
         }
         Err(e) => {
             tracing::warn!(error = %e, event_id = %event.id, "admit failed");
-            inner
-                .recorder
+            shared
+                .recorder()
                 .event(event, Outcome::Rejected, "state-error");
             return Verdict::Failed;
         }
     };
-    let deadline = deferred.then(|| accepted_at + inner.options.detach_timeout);
+    let deadline = deferred.then(|| accepted_at + shared.options().detach_timeout);
     let posted = Arc::new(AtomicBool::new(false));
     answer.admitted();
     let work = Work {
@@ -282,7 +278,7 @@ async fn admit(
         reply: (!deferred).then(|| answer.clone()),
         attempt: 1,
     };
-    let ctx = Holder::new(inner, adapter, concurrency);
+    let ctx = Holder::new(shared, adapter, concurrency);
     let verdict = decide(
         &ctx,
         event,
@@ -299,21 +295,21 @@ async fn admit(
     )
     .await;
     if deferred && verdict == Verdict::Accepted {
-        after_ack(inner, adapter, event, posted);
+        after_ack(shared, adapter, event, posted);
     }
     verdict
 }
 
 /// The first-response duty of the adapter, right after the acknowledgement.
 fn after_ack(
-    inner: &BotInner,
+    shared: &Shared,
     adapter: &Arc<dyn PlatformAdapter>,
     event: &Arc<Event>,
     posted: Arc<AtomicBool>,
 ) {
     let adapter = Arc::clone(adapter);
     let event = Arc::clone(event);
-    inner.tracker.spawn(async move {
+    shared.tracker().spawn(async move {
         // Let the response go out first.
         tokio::task::yield_now().await;
         let posted = move || posted.load(Ordering::Acquire);
@@ -341,25 +337,27 @@ async fn decide(
     a: Admitted<'_>,
     work: Work,
 ) -> Verdict {
-    let inner = &holder.inner;
+    let shared = &holder.shared;
     match decision {
         Decision::Duplicate => {
-            inner.recorder.event(event, Outcome::Duplicate, "duplicate");
+            shared
+                .recorder()
+                .event(event, Outcome::Duplicate, "duplicate");
             Verdict::Duplicate
         }
         Decision::NotSubscribed => {
-            inner
-                .recorder
+            shared
+                .recorder()
                 .event(event, Outcome::Ignored, "not-subscribed");
             Verdict::Ignored
         }
         Decision::Full => {
-            inner.recorder.event(event, Outcome::Rejected, "full");
+            shared.recorder().event(event, Outcome::Rejected, "full");
             Verdict::AtCapacity
         }
         Decision::Dropped(reason) => {
-            inner
-                .recorder
+            shared
+                .recorder()
                 .event(event, Outcome::Dropped, reason.as_str());
             Verdict::Accepted
         }
@@ -367,10 +365,9 @@ async fn decide(
             tracing::info!(name: "message-queued", thread = %event.thread, message_id = %event.id, queue_depth = depth);
             if let Concurrency::Burst(b) = holder.concurrency
                 && b.max_batch.is_some()
-                && let Some(waker) = lock(&inner.wakers).get(a.scope)
             {
                 // The batch may have just sealed early: let a local holder look.
-                waker.notify_one();
+                shared.wake(a.scope);
             }
             Verdict::Accepted
         }
@@ -388,7 +385,7 @@ async fn decide(
                 holder.spawn_holder(lease, a.sent, Some(work), a.permit);
                 Verdict::Accepted
             } else {
-                sync_verdict(inner, event, holder.run_sync(lease, a.sent, work).await).await
+                sync_verdict(shared, event, holder.run_sync(lease, a.sent, work).await).await
             }
         }
         Decision::WaitingForSlot => {
@@ -396,16 +393,16 @@ async fn decide(
                 holder.spawn_slot_waiter(a.scope.clone(), a.id, work, a.permit);
                 return Verdict::Accepted;
             }
-            let until = a.accepted_at + inner.options.sync_slot_wait;
+            let until = a.accepted_at + shared.options().sync_slot_wait;
             match holder.wait_for_slot_sync(a.scope, &a.id, until).await {
                 SlotWait::Granted(lease, at) => {
-                    sync_verdict(inner, event, holder.run_sync(lease, at, work).await).await
+                    sync_verdict(shared, event, holder.run_sync(lease, at, work).await).await
                 }
                 SlotWait::Gone => Verdict::Accepted,
                 SlotWait::TimedOut => {
                     // Refused after all: unmark, so the platform's retry runs.
-                    unmark(inner, event).await;
-                    inner.recorder.event(event, Outcome::Rejected, "no-slot");
+                    unmark(shared, event).await;
+                    shared.recorder().event(event, Outcome::Rejected, "no-slot");
                     Verdict::AtCapacity
                 }
             }
@@ -414,8 +411,8 @@ async fn decide(
         // the backend's care and recovery runs it.
         Decision::Stored => Verdict::Accepted,
         _ => {
-            inner
-                .recorder
+            shared
+                .recorder()
                 .event(event, Outcome::Rejected, "unknown-decision");
             Verdict::Failed
         }
@@ -439,18 +436,22 @@ fn debouncing(concurrency: Concurrency, event: &Event, replaced: bool) {
 /// Sync dispatch: a failed handler's dedupe mark is removed and the platform is
 /// answered so it retries; so is a run cancelled before the answer (shutdown, a
 /// lost lease) whose batch was dropped here (`None`).
-async fn sync_verdict(inner: &BotInner, event: &Event, outcome: Option<Outcome>) -> Verdict {
+async fn sync_verdict(shared: &Shared, event: &Event, outcome: Option<Outcome>) -> Verdict {
     match outcome {
         Some(Outcome::Failed) | None => {
-            unmark(inner, event).await;
+            unmark(shared, event).await;
             Verdict::Failed
         }
         Some(_) => Verdict::Accepted,
     }
 }
 
-async fn unmark(inner: &BotInner, event: &Event) {
-    if let Err(e) = inner.state.unmark(&event.thread, &event.dedupe_key).await {
+async fn unmark(shared: &Shared, event: &Event) {
+    if let Err(e) = shared
+        .state()
+        .unmark(&event.thread, &event.dedupe_key)
+        .await
+    {
         tracing::warn!(error = %e, event_id = %event.id, "unmark failed; the platform's retry will be a duplicate");
     }
 }

@@ -8,80 +8,21 @@
 //! new work; a run cancelled at the drain deadline hands its batch back.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use chat_core::{
-    Batch, BurstMode, Concurrency, Event, Fate, Handoff, Lease, PlatformAdapter, Release,
-    StateError, Waiting,
+    Batch, BurstMode, Concurrency, Fate, Handoff, Lease, PlatformAdapter, Release, StateError,
+    Waiting,
 };
 use tokio::time::Instant;
 
 use crate::admission::Permit;
-use crate::bot::{BotInner, lock};
-use crate::keeper::{Keeper, KeeperConfig, LeaseState};
-use crate::outcome::{Outcome, Records};
+use crate::keeper::{Keeper, KeeperConfig};
+use crate::outcome::{Outcome, OutcomeRecord, Records};
 use crate::retry::repeat;
-use crate::run::End;
-
-/// One event to run.
-pub(crate) struct Work {
-    pub(crate) event: Arc<Event>,
-    pub(crate) skipped: Vec<Arc<Event>>,
-    /// The end of its budget; `None` under sync dispatch.
-    pub(crate) deadline: Option<Instant>,
-    /// Whether its thread was subscribed at admission; `None`: ask at run time.
-    pub(crate) subscribed: Option<bool>,
-    /// Set once the handler posted into the thread (for the adapter's
-    /// first-response duty).
-    pub(crate) posted: Arc<AtomicBool>,
-    /// Under sync dispatch (and inline interactions): the delivery's answer,
-    /// which the handler may give itself.
-    pub(crate) reply: Option<crate::answer::Answer>,
-    /// How many times the event has been handed out to run, this time included.
-    pub(crate) attempt: u32,
-}
-
-impl Work {
-    /// A run handed over by the backend.
-    fn handed(
-        event: Arc<Event>,
-        skipped: Vec<Arc<Event>>,
-        deadline: Option<Instant>,
-        attempt: u32,
-    ) -> Self {
-        Self {
-            event,
-            skipped,
-            deadline,
-            subscribed: None,
-            posted: Arc::default(),
-            reply: None,
-            attempt,
-        }
-    }
-}
-
-/// A lease as its holder holds it: the lease at its current batch, its keeper,
-/// and the stop requests already acted on in this batch.
-pub(crate) struct Held {
-    pub(crate) lease: Lease,
-    keeper: Keeper,
-    pub(crate) seen_cancels: Arc<AtomicU32>,
-}
-
-impl Held {
-    pub(crate) fn state(&self) -> &Arc<LeaseState> {
-        self.keeper.state()
-    }
-
-    /// `finish` (sent at `at`) handed over batch `seq`.
-    fn next_batch(&mut self, seq: u64, at: Instant) {
-        self.lease = self.lease.clone().at(seq);
-        self.keeper.new_batch(at);
-        self.seen_cancels.store(0, Ordering::SeqCst);
-    }
-}
+use crate::run::{End, run};
+use crate::shared::Shared;
+use crate::work::{Held, Work};
 
 /// What a holder does after acknowledging its batch.
 enum Next {
@@ -96,19 +37,19 @@ enum Next {
 /// Runs work for one adapter under one strategy.
 #[derive(Clone)]
 pub(crate) struct Holder {
-    pub(crate) inner: Arc<BotInner>,
+    pub(crate) shared: Arc<Shared>,
     pub(crate) adapter: Arc<dyn PlatformAdapter>,
     pub(crate) concurrency: Concurrency,
 }
 
 impl Holder {
     pub(crate) fn new(
-        inner: &Arc<BotInner>,
+        shared: &Arc<Shared>,
         adapter: &Arc<dyn PlatformAdapter>,
         concurrency: Concurrency,
     ) -> Self {
         Self {
-            inner: Arc::clone(inner),
+            shared: Arc::clone(shared),
             adapter: Arc::clone(adapter),
             concurrency,
         }
@@ -118,16 +59,16 @@ impl Holder {
     /// `confirmed_at`.
     pub(crate) fn take(&self, lease: Lease, confirmed_at: Instant) -> Held {
         let keeper = Keeper::spawn(
-            Arc::clone(&self.inner.state),
+            Arc::clone(self.shared.state()),
             lease.clone(),
             confirmed_at,
             &KeeperConfig {
-                ttl: self.inner.options.lock_ttl,
-                max_lifetime: self.inner.options.max_lock_lifetime,
+                ttl: self.shared.options().lock_ttl,
+                max_lifetime: self.shared.options().max_lock_lifetime,
             },
-            self.inner.abandon.clone(),
+            self.shared.signals().abandon().clone(),
         );
-        self.inner.hold(&lease);
+        self.shared.hold(&lease);
         Held {
             lease,
             keeper,
@@ -136,7 +77,7 @@ impl Holder {
     }
 
     async fn let_go(&self, held: Held) {
-        self.inner.unhold(&held.lease);
+        self.shared.unhold(&held.lease);
         held.keeper.stop().await;
     }
 
@@ -152,7 +93,7 @@ impl Holder {
     ) {
         let this = self.clone();
         let held = self.take(lease, confirmed_at);
-        self.inner.tracker.spawn(async move {
+        self.shared.tracker().spawn(async move {
             this.hold(held, first.into_iter().collect(), Records::default())
                 .await;
             drop(permit);
@@ -162,8 +103,8 @@ impl Holder {
     /// Goes on holding on a task of its own (the sync path, after answering).
     fn detach(&self, held: Held, works: Vec<Work>, records: Records) {
         let this = self.clone();
-        self.inner
-            .tracker
+        self.shared
+            .tracker()
             .spawn(async move { this.hold(held, works, records).await });
     }
 
@@ -174,9 +115,9 @@ impl Holder {
                 if self.each() {
                     // Each member of a burst-each batch has its own full budget,
                     // from when it starts.
-                    work.deadline = Some(Instant::now() + self.inner.options.detach_timeout);
+                    work.deadline = Some(Instant::now() + self.shared.options().detach_timeout);
                 }
-                match self.run(work, Some(&held)).await {
+                match run(&self.shared, &self.adapter, work, Some(&held)).await {
                     End::Done(record) => records.push(record),
                     End::Lost => {
                         records.discard();
@@ -189,11 +130,11 @@ impl Holder {
                     }
                 }
             }
-            if self.inner.draining.is_cancelled() {
+            if self.shared.signals().draining().is_cancelled() {
                 // Shutting down: acknowledge the batch and give the scope up
                 // without taking what waits, so another replica runs it now.
                 match self.release(&held.lease, Release::Done).await {
-                    true => records.commit(&self.inner.recorder),
+                    true => records.commit(self.shared.recorder()),
                     false => records.discard(),
                 }
                 return self.let_go(held).await;
@@ -221,24 +162,24 @@ impl Holder {
     async fn acknowledge(&self, held: &mut Held, records: Records) -> Next {
         let answer = self.finish(&held.lease).await;
         if held.lease.kind() == chat_core::LeaseKind::Slot {
-            self.inner.slot_freed.notify_waiters();
+            self.shared.slot_freed().notify_waiters();
         }
         match answer {
             Ok((Handoff::Run(batch), sent)) => {
-                records.commit(&self.inner.recorder);
+                records.commit(self.shared.recorder());
                 held.next_batch(batch.seq, sent);
-                self.inner.hold(&held.lease);
+                self.shared.hold(&held.lease);
                 let mut next = Records::default();
                 let works = self.plan(batch, &mut next);
                 Next::Batch(works, next)
             }
             Ok((Handoff::Wait(d), sent)) => {
-                records.commit(&self.inner.recorder);
+                records.commit(self.shared.recorder());
                 held.keeper.extended(sent);
                 Next::Wait(d)
             }
             Ok((Handoff::Released, _)) => {
-                records.commit(&self.inner.recorder);
+                records.commit(self.shared.recorder());
                 Next::Done
             }
             Ok(_) | Err(_) => {
@@ -254,9 +195,13 @@ impl Holder {
     /// `state_retry` — and within the minute a backend remembers an
     /// acknowledgement for a repeat of its call.
     pub(crate) async fn finish(&self, lease: &Lease) -> Result<(Handoff, Instant), StateError> {
-        let retry = self.inner.options.state_retry.min(Duration::from_secs(50));
+        let retry = self
+            .shared
+            .options()
+            .state_retry
+            .min(Duration::from_secs(50));
         let until = Instant::now() + retry;
-        let r = repeat("finish", until, || self.inner.state.finish(lease)).await;
+        let r = repeat("finish", until, || self.shared.state().finish(lease)).await;
         if let Err(e) = &r {
             tracing::warn!(error = %e, scope = %lease.scope(), "finish failed; the batch runs again under the scope's next holder");
         }
@@ -267,7 +212,7 @@ impl Holder {
     /// Returns whether the batch ended as asked.
     pub(crate) async fn release(&self, lease: &Lease, how: Release) -> bool {
         let until = Instant::now() + lease.ttl();
-        match repeat("release", until, || self.inner.state.release(lease, how)).await {
+        match repeat("release", until, || self.shared.state().release(lease, how)).await {
             Ok((done, _)) => done,
             Err(e) => {
                 tracing::warn!(error = %e, scope = %lease.scope(), "release failed; the lease lapses at its TTL");
@@ -286,18 +231,18 @@ impl Holder {
             _ => d,
         };
         let scope = held.lease.scope().clone();
-        let waker = Arc::clone(lock(&self.inner.wakers).entry(scope.clone()).or_default());
+        let waker = self.shared.waker(&scope);
         tokio::select! {
             () = tokio::time::sleep(d) => {}
             () = waker.notified() => {}
             () = held.state().lost().cancelled() => {}
-            () = self.inner.draining.cancelled() => {}
+            () = self.shared.signals().draining().cancelled() => {}
         }
-        lock(&self.inner.wakers).remove(&scope);
+        self.shared.forget_waker(&scope);
         if held.state().lost().is_cancelled() {
             return false;
         }
-        if self.inner.draining.is_cancelled() {
+        if self.shared.signals().draining().is_cancelled() {
             self.release(&held.lease, Release::Done).await;
             return false;
         }
@@ -324,7 +269,7 @@ impl Holder {
             if outcome == Outcome::Failed {
                 tracing::error!(event_id = %report.event_id, "a stored event could not be decoded");
             }
-            records.push(crate::outcome::OutcomeRecord {
+            records.push(OutcomeRecord {
                 event_id: report.event_id.clone(),
                 thread: report.thread.clone(),
                 outcome,
@@ -334,14 +279,14 @@ impl Holder {
                 ended_at: None,
             });
         }
-        if batch.lapses >= self.inner.options.max_attempts {
+        if batch.lapses >= self.shared.options().max_attempts {
             for w in &batch.entries {
                 tracing::error!(event_id = %w.event.id, attempts = batch.attempt - 1, "abandoned after its holders lapsed max_attempts times");
                 records.event(&w.event, Outcome::Failed, "abandoned");
             }
             return Vec::new();
         }
-        let detach = self.inner.options.detach_timeout;
+        let detach = self.shared.options().detach_timeout;
         let now = Instant::now();
         let each = self.each();
         let mut live: Vec<Waiting> = Vec::with_capacity(batch.entries.len());
@@ -396,7 +341,7 @@ impl Holder {
         work: Work,
     ) -> Option<Outcome> {
         let mut held = self.take(lease, confirmed_at);
-        match self.run(work, Some(&held)).await {
+        match run(&self.shared, &self.adapter, work, Some(&held)).await {
             End::Done(record) => {
                 let outcome = record.outcome;
                 let mut records = Records::default();

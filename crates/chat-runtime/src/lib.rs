@@ -80,9 +80,11 @@ mod outcome;
 mod retry;
 mod router;
 mod run;
+mod shared;
 mod slots;
 mod sweep;
 mod webhook;
+mod work;
 
 pub use bot::{Bot, BotBuilder, ShutdownReport};
 pub use cancel::CancelCause;

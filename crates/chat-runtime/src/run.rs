@@ -6,17 +6,17 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use chat_core::{Event, EventKind};
+use chat_core::{Event, EventKind, PlatformAdapter};
 use futures_util::FutureExt;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::bot::{RunHandle, lock};
 use crate::cancel::{Cancel, CancelCause};
 use crate::ctx::{Ctx, CtxParts, Posts};
 use crate::handler::SharedHandler;
-use crate::holder::{Held, Holder, Work};
 use crate::outcome::{Outcome, OutcomeRecord};
+use crate::shared::{RunHandle, Shared};
+use crate::work::{Held, Work};
 
 /// How a run ended, for its holder.
 pub(crate) enum End {
@@ -28,172 +28,167 @@ pub(crate) enum End {
     HandBack,
 }
 
-impl Holder {
-    /// Runs one event's handler under `held` (kept alive by its keeper),
-    /// cancelled on lease loss, deadline, shutdown or a stop request.
-    pub(crate) async fn run(&self, work: Work, held: Option<&Held>) -> End {
-        let inner = &self.inner;
-        let event = Arc::clone(&work.event);
-        // Under sync dispatch the run answers the delivery itself.
-        let sync = work.reply.is_some();
-        let Some(handler) = self.route(&work).await else {
-            return End::Done(record(&event, Outcome::Ignored, "no-handler", None, None));
-        };
-        let cancel = Cancel::new();
-        let posts: Arc<Posts> = Arc::default();
-        let scope = held.map(|h| h.lease.scope().clone());
-        if let (Some(scope), Some(held)) = (&scope, held) {
-            lock(&inner.runs)
-                .entry(scope.clone())
-                .or_default()
-                .push(RunHandle {
-                    cancel: cancel.clone(),
-                    seen: Arc::clone(&held.seen_cancels),
-                });
-        }
-        let ctx = Ctx::new(CtxParts {
-            state: Arc::clone(&inner.state),
-            adapter: Arc::clone(&self.adapter),
-            event: Arc::clone(&event),
-            skipped: work.skipped,
-            deadline: work.deadline,
-            cancel: cancel.clone(),
-            fence: held.map(|h| h.lease.fence()),
-            attempt: work.attempt,
-            lease: held.map(|h| Arc::clone(h.state())),
-            posts: Arc::clone(&posts),
-            posted: work.posted,
-            reply: work.reply,
-        });
-        let started = Instant::now();
-        let mut cancelled_at = None;
-        let span = tracing::info_span!(
-            "handler",
-            event_id = %event.id,
-            thread = %event.thread,
-            fence = held.map(|h| h.lease.fence()),
-            attempt = work.attempt,
-            skipped = ctx.skipped().len(),
+/// Runs one event's handler under `held` (kept alive by its keeper),
+/// cancelled on lease loss, deadline, shutdown or a stop request.
+pub(crate) async fn run(
+    shared: &Shared,
+    adapter: &Arc<dyn PlatformAdapter>,
+    work: Work,
+    held: Option<&Held>,
+) -> End {
+    let event = Arc::clone(&work.event);
+    // Under sync dispatch the run answers the delivery itself.
+    let sync = work.reply.is_some();
+    let Some(handler) = route(shared, &work).await else {
+        return End::Done(record(&event, Outcome::Ignored, "no-handler", None, None));
+    };
+    let cancel = Cancel::new();
+    let posts: Arc<Posts> = Arc::default();
+    let scope = held.map(|h| h.lease.scope().clone());
+    if let (Some(scope), Some(held)) = (&scope, held) {
+        shared.run_started(
+            scope,
+            RunHandle {
+                cancel: cancel.clone(),
+                seen: Arc::clone(&held.seen_cancels),
+            },
         );
-        // A handler that panics while making its future panics here, not in
-        // the future: catch both.
-        let made = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            handler.call(ctx, (*event).clone()).instrument(span)
-        }));
-        let result = match made {
-            Err(_) => Err(()),
-            Ok(fut) => {
-                let mut fut = AssertUnwindSafe(fut).catch_unwind();
-                let never = tokio_util::sync::CancellationToken::new();
-                let lost = held.map_or_else(|| never.clone(), |h| h.state().lost().clone());
-                let mut requests = held.map(|h| h.state().cancel_requests());
-                let seen = held.map(|h| Arc::clone(&h.seen_cancels));
-                loop {
-                    let armed = cancelled_at.is_none();
-                    tokio::select! {
-                        r = &mut fut => break r.map_err(|_| ()),
-                        () = sleep_until_opt(work.deadline), if armed => cancel.cancel(CancelCause::DeadlineExceeded),
-                        () = lost.cancelled(), if armed => cancel.cancel(CancelCause::Preempted),
-                        () = inner.shutdown.cancelled(), if armed => cancel.cancel(CancelCause::Shutdown),
-                        () = cancel.token().cancelled(), if armed => {}
-                        Some(count) = next_request(requests.as_mut()), if armed => {
-                            // A stop request this run has not acted on yet.
-                            if let Some(seen) = &seen
-                                && seen.fetch_max(count, Ordering::SeqCst) < count
-                            {
-                                cancel.cancel(CancelCause::StopRequested);
-                            }
+    }
+    let ctx = Ctx::new(CtxParts {
+        state: Arc::clone(shared.state()),
+        adapter: Arc::clone(adapter),
+        event: Arc::clone(&event),
+        skipped: work.skipped,
+        deadline: work.deadline,
+        cancel: cancel.clone(),
+        fence: held.map(|h| h.lease.fence()),
+        attempt: work.attempt,
+        lease: held.map(|h| Arc::clone(h.state())),
+        posts: Arc::clone(&posts),
+        posted: work.posted,
+        reply: work.reply,
+    });
+    let started = Instant::now();
+    let mut cancelled_at = None;
+    let span = tracing::info_span!(
+        "handler",
+        event_id = %event.id,
+        thread = %event.thread,
+        fence = held.map(|h| h.lease.fence()),
+        attempt = work.attempt,
+        skipped = ctx.skipped().len(),
+    );
+    // A handler that panics while making its future panics here, not in
+    // the future: catch both.
+    let made = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        handler.call(ctx, (*event).clone()).instrument(span)
+    }));
+    let result = match made {
+        Err(_) => Err(()),
+        Ok(fut) => {
+            let mut fut = AssertUnwindSafe(fut).catch_unwind();
+            let never = tokio_util::sync::CancellationToken::new();
+            let lost = held.map_or_else(|| never.clone(), |h| h.state().lost().clone());
+            let mut requests = held.map(|h| h.state().cancel_requests());
+            let seen = held.map(|h| Arc::clone(&h.seen_cancels));
+            loop {
+                let armed = cancelled_at.is_none();
+                tokio::select! {
+                    r = &mut fut => break r.map_err(|_| ()),
+                    () = sleep_until_opt(work.deadline), if armed => cancel.cancel(CancelCause::DeadlineExceeded),
+                    () = lost.cancelled(), if armed => cancel.cancel(CancelCause::Preempted),
+                    () = shared.signals().shutdown().cancelled(), if armed => cancel.cancel(CancelCause::Shutdown),
+                    () = cancel.token().cancelled(), if armed => {}
+                    Some(count) = next_request(requests.as_mut()), if armed => {
+                        // A stop request this run has not acted on yet.
+                        if let Some(seen) = &seen
+                            && seen.fetch_max(count, Ordering::SeqCst) < count
+                        {
+                            cancel.cancel(CancelCause::StopRequested);
                         }
                     }
-                    if cancel.is_cancelled() && cancelled_at.is_none() {
-                        cancelled_at = Some(Instant::now());
-                    }
                 }
-            }
-        };
-        if let Some(scope) = &scope {
-            let mut runs = lock(&inner.runs);
-            if let Some(list) = runs.get_mut(scope) {
-                list.retain(|r| !r.cancel.same_as(&cancel));
-                if list.is_empty() {
-                    runs.remove(scope);
+                if cancel.is_cancelled() && cancelled_at.is_none() {
+                    cancelled_at = Some(Instant::now());
                 }
             }
         }
-        let now = Instant::now();
-        let ran_for = Some(now - started);
-        let cancel_latency = cancelled_at.map(|at| now - at);
-        let (outcome, reason) = match (cancel.cause(), &result) {
-            (Some(CancelCause::Preempted), _) => {
-                tracing::warn!(name: "run-preempted", event_id = %event.id, thread = %event.thread, "lease lost; the event runs again under the scope's next holder");
-                return End::Lost;
-            }
-            (Some(CancelCause::Shutdown), _) => {
-                inner.shutdown_cancelled.fetch_add(1, Ordering::SeqCst);
-                if !inner.state.shared() && !sync {
-                    // Nobody else could run it (under sync dispatch, the
-                    // platform's retry does): it ends here, cancelled.
-                    (Outcome::Cancelled, "shutdown")
-                } else {
-                    tracing::info!(name: "run-handed-back", event_id = %event.id, thread = %event.thread, "cancelled by shutdown; handed back to run elsewhere");
-                    return End::HandBack;
-                }
-            }
-            (Some(CancelCause::DeadlineExceeded), _) => (Outcome::DeadlineExceeded, "budget"),
-            (Some(CancelCause::StopRequested), _) => {
-                if !posts.spoke_after_cancel() {
-                    // The handler said nothing after the stop: the platform's
-                    // closing word (Linear's final activity).
-                    let adapter = Arc::clone(&self.adapter);
-                    let event = Arc::clone(&event);
-                    inner
-                        .tracker
-                        .spawn(async move { adapter.stopped(&event).await });
-                }
-                (Outcome::Cancelled, "stop-requested")
-            }
-            (_, Ok(Ok(()))) => (Outcome::Ran, "ok"),
-            (_, Ok(Err(e))) => {
-                tracing::warn!(error = %e, event_id = %event.id, "handler failed");
-                (Outcome::Failed, "error")
-            }
-            (_, Err(())) => {
-                tracing::error!(event_id = %event.id, "handler panicked");
-                (Outcome::Failed, "panic")
-            }
-        };
-        End::Done(record(&event, outcome, reason, ran_for, cancel_latency))
+    };
+    if let Some(scope) = &scope {
+        shared.run_ended(scope, &cancel);
     }
-
-    /// The handler for a run. A plain message is only ever admitted in a
-    /// subscribed thread or one whose conversation is in progress (it joined
-    /// work waiting there, such as a mention's burst window): either way it
-    /// goes to the subscribed-message handler.
-    async fn route(&self, work: &Work) -> Option<SharedHandler> {
-        let handlers = &self.inner.handlers;
-        let subscribed = match work.subscribed {
-            Some(s) => s,
-            None => self.subscribed_now(&work.event).await,
-        };
-        handlers
-            .route(&work.event, subscribed)
-            .or_else(|| handlers.route(&work.event, true))
-    }
-
-    async fn subscribed_now(&self, event: &Event) -> bool {
-        if !matches!(event.kind, EventKind::Message(_)) || self.inner.handlers.subscribed.is_empty()
-        {
-            return false;
+    let now = Instant::now();
+    let ran_for = Some(now - started);
+    let cancel_latency = cancelled_at.map(|at| now - at);
+    let (outcome, reason) = match (cancel.cause(), &result) {
+        (Some(CancelCause::Preempted), _) => {
+            tracing::warn!(name: "run-preempted", event_id = %event.id, thread = %event.thread, "lease lost; the event runs again under the scope's next holder");
+            return End::Lost;
         }
-        self.inner
-            .state
-            .is_subscribed(&event.thread)
-            .await
-            .unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "is_subscribed failed; routing as unsubscribed");
-                false
-            })
+        (Some(CancelCause::Shutdown), _) => {
+            shared.cancelled_by_shutdown();
+            if !shared.state().shared() && !sync {
+                // Nobody else could run it (under sync dispatch, the
+                // platform's retry does): it ends here, cancelled.
+                (Outcome::Cancelled, "shutdown")
+            } else {
+                tracing::info!(name: "run-handed-back", event_id = %event.id, thread = %event.thread, "cancelled by shutdown; handed back to run elsewhere");
+                return End::HandBack;
+            }
+        }
+        (Some(CancelCause::DeadlineExceeded), _) => (Outcome::DeadlineExceeded, "budget"),
+        (Some(CancelCause::StopRequested), _) => {
+            if !posts.spoke_after_cancel() {
+                // The handler said nothing after the stop: the platform's
+                // closing word (Linear's final activity).
+                let adapter = Arc::clone(adapter);
+                let event = Arc::clone(&event);
+                shared
+                    .tracker()
+                    .spawn(async move { adapter.stopped(&event).await });
+            }
+            (Outcome::Cancelled, "stop-requested")
+        }
+        (_, Ok(Ok(()))) => (Outcome::Ran, "ok"),
+        (_, Ok(Err(e))) => {
+            tracing::warn!(error = %e, event_id = %event.id, "handler failed");
+            (Outcome::Failed, "error")
+        }
+        (_, Err(())) => {
+            tracing::error!(event_id = %event.id, "handler panicked");
+            (Outcome::Failed, "panic")
+        }
+    };
+    End::Done(record(&event, outcome, reason, ran_for, cancel_latency))
+}
+
+/// The handler for a run. A plain message is only ever admitted in a
+/// subscribed thread or one whose conversation is in progress (it joined
+/// work waiting there, such as a mention's burst window): either way it
+/// goes to the subscribed-message handler.
+async fn route(shared: &Shared, work: &Work) -> Option<SharedHandler> {
+    let handlers = shared.handlers();
+    let subscribed = match work.subscribed {
+        Some(s) => s,
+        None => subscribed_now(shared, &work.event).await,
+    };
+    handlers
+        .route(&work.event, subscribed)
+        .or_else(|| handlers.route(&work.event, true))
+}
+
+async fn subscribed_now(shared: &Shared, event: &Event) -> bool {
+    if !matches!(event.kind, EventKind::Message(_)) || shared.handlers().subscribed.is_empty() {
+        return false;
     }
+    shared
+        .state()
+        .is_subscribed(&event.thread)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "is_subscribed failed; routing as unsubscribed");
+            false
+        })
 }
 
 fn record(

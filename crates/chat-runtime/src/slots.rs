@@ -9,8 +9,9 @@ use chat_core::{Concurrency, Lease, LeaseKind, LeaseToken, Release, ScopeKey, Sl
 use tokio::time::Instant;
 
 use crate::admission::Permit;
-use crate::holder::{Holder, Work};
+use crate::holder::Holder;
 use crate::outcome::{Outcome, Records};
+use crate::work::Work;
 
 /// How a wait for a slot ended.
 pub(crate) enum SlotWait {
@@ -30,7 +31,7 @@ impl Holder {
             token.clone(),
             0,
             LeaseKind::Slot,
-            self.inner.options.lock_ttl,
+            self.shared.options().lock_ttl,
         )
     }
 
@@ -43,7 +44,7 @@ impl Holder {
         permit: Option<Permit>,
     ) {
         let this = self.clone();
-        self.inner.tracker.spawn(async move {
+        self.shared.tracker().spawn(async move {
             let until = work.deadline.unwrap_or_else(Instant::now);
             match this.wait_for_slot(&scope, &token, until).await {
                 SlotWait::Granted(lease, at) => {
@@ -51,7 +52,7 @@ impl Holder {
                     this.hold(held, vec![work], Records::default()).await;
                 }
                 SlotWait::Gone => {}
-                SlotWait::TimedOut if this.inner.draining.is_cancelled() => {
+                SlotWait::TimedOut if this.shared.signals().draining().is_cancelled() => {
                     // Handed back: another replica's sweep runs it.
                     let reservation = this.reservation(&scope, &token);
                     this.release(&reservation, Release::HandBack).await;
@@ -59,8 +60,8 @@ impl Holder {
                 SlotWait::TimedOut => {
                     let reservation = this.reservation(&scope, &token);
                     if this.release(&reservation, Release::Done).await {
-                        this.inner
-                            .recorder
+                        this.shared
+                            .recorder()
                             .event(&work.event, Outcome::Expired, "budget");
                     }
                 }
@@ -79,14 +80,14 @@ impl Holder {
         let Concurrency::Concurrent(opts) = self.concurrency else {
             return SlotWait::TimedOut;
         };
-        let ttl = self.inner.options.lock_ttl;
+        let ttl = self.shared.options().lock_ttl;
         let mut backoff = Duration::from_millis(10);
         loop {
-            let freed = self.inner.slot_freed.notified();
+            let freed = self.shared.slot_freed().notified();
             let sent = Instant::now();
             match self
-                .inner
-                .state
+                .shared
+                .state()
                 .acquire_slot(scope, token, opts.max, ttl)
                 .await
             {
@@ -96,14 +97,14 @@ impl Holder {
                 Err(e) => tracing::warn!(error = %e, "acquire_slot failed"),
             }
             let now = Instant::now();
-            if now >= until || self.inner.draining.is_cancelled() {
+            if now >= until || self.shared.signals().draining().is_cancelled() {
                 return SlotWait::TimedOut;
             }
             let wake = (now + backoff).min(until);
             tokio::select! {
                 () = freed => {}
                 () = tokio::time::sleep_until(wake) => {}
-                () = self.inner.draining.cancelled() => {}
+                () = self.shared.signals().draining().cancelled() => {}
             }
             backoff = (backoff * 2).min(Duration::from_millis(500));
         }

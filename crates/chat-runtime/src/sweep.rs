@@ -4,49 +4,49 @@
 
 use std::sync::Arc;
 
-use chat_core::{PlatformAdapter, Recovered, Release};
+use chat_core::{Recovered, Release};
 use tokio::time::Instant;
 
-use crate::bot::BotInner;
 use crate::holder::Holder;
 use crate::outcome::Records;
+use crate::shared::Shared;
 
 /// Starts the sweep (once per bot), if the options ask for one.
-pub(crate) fn start_sweeper(inner: &Arc<BotInner>) {
-    let Some(interval) = inner.options.sweep_interval else {
+pub(crate) fn start_sweeper(shared: &Arc<Shared>) {
+    let Some(interval) = shared.options().sweep_interval else {
         return;
     };
-    if inner.sweeper.set(()).is_err() {
+    if !shared.claim_sweeper() {
         return;
     }
-    let weak = Arc::downgrade(inner);
+    let weak = Arc::downgrade(shared);
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(interval);
         tick.tick().await;
         loop {
             tick.tick().await;
-            let Some(inner) = weak.upgrade() else { return };
-            if inner.draining.is_cancelled() {
+            let Some(shared) = weak.upgrade() else { return };
+            if shared.signals().draining().is_cancelled() {
                 return;
             }
-            sweep_once(&inner).await;
+            sweep_once(&shared).await;
         }
     });
 }
 
 /// One pass: as many recoveries as this process has room for.
-async fn sweep_once(inner: &Arc<BotInner>) {
-    let room = inner
-        .options
+async fn sweep_once(shared: &Arc<Shared>) {
+    let room = shared
+        .options()
         .max_detached
-        .saturating_sub(inner.admission.in_use(inner.options.max_detached));
+        .saturating_sub(shared.admission().in_use(shared.options().max_detached));
     if room == 0 {
         return;
     }
     let sent = Instant::now();
-    let recovered = match inner
-        .state
-        .sweep(inner.options.lock_ttl, room.min(64))
+    let recovered = match shared
+        .state()
+        .sweep(shared.options().lock_ttl, room.min(64))
         .await
     {
         Ok(r) => r,
@@ -61,17 +61,13 @@ async fn sweep_once(inner: &Arc<BotInner>) {
             Recovered::Slot { scope, .. } => scope.clone(),
             _ => continue,
         };
-        let adapter: Option<Arc<dyn PlatformAdapter>> = inner
-            .adapters
-            .values()
-            .find(|a| a.platform() == scope.platform)
-            .cloned();
-        let permit = inner.admission.try_admit(&scope.tenant);
+        let adapter = shared.adapter_for(&scope.platform);
+        let permit = shared.admission().try_admit(&scope.tenant);
         let (Some(adapter), Some(permit)) = (adapter, permit) else {
-            give_back(inner, r).await;
+            give_back(shared, r).await;
             continue;
         };
-        let holder = Holder::new(inner, &adapter, inner.options.concurrency);
+        let holder = Holder::new(shared, &adapter, shared.options().concurrency);
         tracing::info!(name: "scope-recovered", scope = %scope);
         match r {
             Recovered::Scope(lease) => holder.spawn_holder(lease, sent, None, Some(permit)),
@@ -79,8 +75,8 @@ async fn sweep_once(inner: &Arc<BotInner>) {
                 let mut records = Records::default();
                 match holder.plan(batch, &mut records).pop() {
                     Some(mut work) => {
-                        work.deadline = Some(Instant::now() + inner.options.detach_timeout);
-                        records.commit(&inner.recorder);
+                        work.deadline = Some(Instant::now() + shared.options().detach_timeout);
+                        records.commit(shared.recorder());
                         holder.spawn_slot_waiter(scope, token, work, Some(permit));
                     }
                     None => {
@@ -90,10 +86,10 @@ async fn sweep_once(inner: &Arc<BotInner>) {
                             token,
                             0,
                             chat_core::LeaseKind::Slot,
-                            inner.options.lock_ttl,
+                            shared.options().lock_ttl,
                         );
                         if holder.release(&lease, Release::Done).await {
-                            records.commit(&inner.recorder);
+                            records.commit(shared.recorder());
                         } else {
                             records.discard();
                         }
@@ -107,7 +103,7 @@ async fn sweep_once(inner: &Arc<BotInner>) {
 
 /// A recovery this process has no room (or no adapter) for: handed back for
 /// another replica's sweep.
-async fn give_back(inner: &Arc<BotInner>, r: Recovered) {
+async fn give_back(shared: &Arc<Shared>, r: Recovered) {
     let lease = match r {
         Recovered::Scope(lease) => lease,
         Recovered::Slot { scope, token, .. } => chat_core::Lease::new(
@@ -115,11 +111,11 @@ async fn give_back(inner: &Arc<BotInner>, r: Recovered) {
             token,
             0,
             chat_core::LeaseKind::Slot,
-            inner.options.lock_ttl,
+            shared.options().lock_ttl,
         ),
         _ => return,
     };
-    if let Err(e) = inner.state.release(&lease, Release::HandBack).await {
+    if let Err(e) = shared.state().release(&lease, Release::HandBack).await {
         tracing::warn!(error = %e, "handing a recovery back failed; it lapses at its TTL");
     }
 }

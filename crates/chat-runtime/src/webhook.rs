@@ -10,9 +10,9 @@ use bytes::Bytes;
 use chat_core::{BoxError, PlatformAdapter, Verdict, WebhookError};
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 
-use crate::bot::Bot;
+use crate::shared::Shared;
 
-/// The webhook of one adapter, from [`Bot::webhook`]. A
+/// The webhook of one adapter, from [`Bot::webhook`](crate::Bot::webhook). A
 /// `tower::Service<http::Request<B>>` for any body `B`, with `Error = Infallible`;
 /// mount it in axum with `route_service`, or serve it with hyper.
 ///
@@ -20,20 +20,20 @@ use crate::bot::Bot;
 /// path: verify, parse, admission, one state round trip, the answer.
 #[derive(Clone)]
 pub struct WebhookService {
-    bot: Bot,
+    shared: Arc<Shared>,
     adapter: Option<Arc<dyn PlatformAdapter>>,
 }
 
 impl WebhookService {
-    pub(crate) fn new(bot: Bot, name: &str) -> Self {
-        let adapter = bot.inner.adapters.get(name).cloned();
+    pub(crate) fn new(shared: Arc<Shared>, name: &str) -> Self {
+        let adapter = shared.adapter(name);
         if adapter.is_none() {
             tracing::warn!(
                 adapter = name,
                 "webhook for an unknown adapter: it answers 404"
             );
         }
-        Self { bot, adapter }
+        Self { shared, adapter }
     }
 }
 
@@ -58,20 +58,20 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let bot = self.bot.clone();
+        let shared = Arc::clone(&self.shared);
         let adapter = self.adapter.clone();
         Box::pin(async move {
             let Some(adapter) = adapter else {
                 return Ok(not_found().map(Full::new));
             };
-            let response = receive(&bot, adapter, request).await;
+            let response = receive(&shared, adapter, request).await;
             Ok(response.map(Full::new))
         })
     }
 }
 
 async fn receive<B>(
-    bot: &Bot,
+    shared: &Arc<Shared>,
     adapter: Arc<dyn PlatformAdapter>,
     request: http::Request<B>,
 ) -> http::Response<Bytes>
@@ -101,5 +101,5 @@ where
         }
         Err(_) => return adapter.respond(None, &Verdict::Rejected(WebhookError::BodyRead)),
     };
-    crate::dispatch::deliver_detached(&bot.inner, adapter, parts, body).await
+    crate::dispatch::deliver_detached(shared, adapter, parts, body).await
 }

@@ -1,0 +1,244 @@
+//! [`Shared`]: what every task of one bot shares — its backend, adapters,
+//! options, handlers and outcome recorder, the admission counters, the task
+//! tracker and the shutdown signals, and this process's registries of the runs
+//! in progress, the leases it holds and the holders waiting on a scope.
+//!
+//! The lowest layer of the runtime: it imports no module that does the work
+//! (dispatch, holders, runs, the sweep), and they reach its state only through
+//! these methods.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+
+use chat_core::{Lease, LeaseToken, Platform, PlatformAdapter, ScopeKey, StateBackend};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::admission::Admission;
+use crate::cancel::{Cancel, CancelCause};
+use crate::options::RuntimeOptions;
+use crate::outcome::Recorder;
+use crate::router::Handlers;
+
+/// The state one bot's tasks share.
+pub(crate) struct Shared {
+    state: Arc<dyn StateBackend>,
+    adapters: HashMap<String, Arc<dyn PlatformAdapter>>,
+    options: RuntimeOptions,
+    handlers: Handlers,
+    recorder: Recorder,
+    admission: Admission,
+    tracker: TaskTracker,
+    signals: Signals,
+    /// Runs in progress per scope, for stop requests that land on this replica.
+    runs: Mutex<HashMap<ScopeKey, Vec<RunHandle>>>,
+    /// Leases this process holds, given back at shutdown.
+    held: Mutex<HashMap<LeaseToken, Lease>>,
+    /// Holders waiting on a scope (a burst window, a debounce quiet period), woken
+    /// when this process admits an event there that may make them ready early.
+    wakers: Mutex<HashMap<ScopeKey, Arc<Notify>>>,
+    /// Woken when a local concurrency slot is released.
+    slot_freed: Notify,
+    sweeper: OnceLock<()>,
+    shutdown_cancelled: AtomicUsize,
+}
+
+/// The shutdown's stages, as each task observes them.
+#[derive(Default)]
+pub(crate) struct Signals {
+    /// Set when shutdown starts: deliveries are refused.
+    closed: AtomicBool,
+    draining: CancellationToken,
+    shutdown: CancellationToken,
+    abandon: CancellationToken,
+}
+
+impl Signals {
+    /// Whether deliveries are refused.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Starts the shutdown: refuse deliveries and start the drain.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.draining.cancel();
+    }
+
+    /// Fired when shutdown starts: holders finish what they run and take no
+    /// new work.
+    pub(crate) fn draining(&self) -> &CancellationToken {
+        &self.draining
+    }
+
+    /// Fired when the drain ends: every run still going is cancelled with
+    /// `Shutdown` and hands its batch back.
+    pub(crate) fn shutdown(&self) -> &CancellationToken {
+        &self.shutdown
+    }
+
+    /// Fired when shutdown's deadline passed: keepers stop renewing.
+    pub(crate) fn abandon(&self) -> &CancellationToken {
+        &self.abandon
+    }
+}
+
+/// A run in progress, as a stop request on this replica reaches it.
+pub(crate) struct RunHandle {
+    pub(crate) cancel: Cancel,
+    /// The stop requests its holder has acted on in this batch.
+    pub(crate) seen: Arc<AtomicU32>,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        state: Arc<dyn StateBackend>,
+        adapters: HashMap<String, Arc<dyn PlatformAdapter>>,
+        options: RuntimeOptions,
+        handlers: Handlers,
+        recorder: Recorder,
+    ) -> Self {
+        Self {
+            state,
+            adapters,
+            admission: Admission::new(options.max_detached, options.max_detached_per_tenant),
+            options,
+            handlers,
+            recorder,
+            tracker: TaskTracker::new(),
+            signals: Signals::default(),
+            runs: Mutex::default(),
+            held: Mutex::default(),
+            wakers: Mutex::default(),
+            slot_freed: Notify::new(),
+            sweeper: OnceLock::new(),
+            shutdown_cancelled: AtomicUsize::new(0),
+        }
+    }
+
+    pub(crate) fn state(&self) -> &Arc<dyn StateBackend> {
+        &self.state
+    }
+
+    pub(crate) fn options(&self) -> &RuntimeOptions {
+        &self.options
+    }
+
+    pub(crate) fn handlers(&self) -> &Handlers {
+        &self.handlers
+    }
+
+    pub(crate) fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    pub(crate) fn admission(&self) -> &Admission {
+        &self.admission
+    }
+
+    /// Every task this bot spawns, so shutdown can wait for them.
+    pub(crate) fn tracker(&self) -> &TaskTracker {
+        &self.tracker
+    }
+
+    pub(crate) fn signals(&self) -> &Signals {
+        &self.signals
+    }
+
+    /// The adapter mounted under `name`.
+    pub(crate) fn adapter(&self, name: &str) -> Option<Arc<dyn PlatformAdapter>> {
+        self.adapters.get(name).cloned()
+    }
+
+    /// An adapter of `platform` (for work recovered from the backend).
+    pub(crate) fn adapter_for(&self, platform: &Platform) -> Option<Arc<dyn PlatformAdapter>> {
+        self.adapters
+            .values()
+            .find(|a| a.platform() == *platform)
+            .cloned()
+    }
+
+    /// Registers a run in progress on `scope`, for stop requests.
+    pub(crate) fn run_started(&self, scope: &ScopeKey, run: RunHandle) {
+        lock(&self.runs).entry(scope.clone()).or_default().push(run);
+    }
+
+    /// Forgets the run whose cancellation is `cancel`.
+    pub(crate) fn run_ended(&self, scope: &ScopeKey, cancel: &Cancel) {
+        let mut runs = lock(&self.runs);
+        if let Some(list) = runs.get_mut(scope) {
+            list.retain(|r| !r.cancel.same_as(cancel));
+            if list.is_empty() {
+                runs.remove(scope);
+            }
+        }
+    }
+
+    /// Stops every run in progress on `scope` here. `acted_on`: the stop
+    /// request's count, which their holders' renewals will report too.
+    pub(crate) fn stop_runs(&self, scope: &ScopeKey, acted_on: Option<u32>) {
+        if let Some(runs) = lock(&self.runs).get(scope) {
+            for run in runs {
+                if let Some(count) = acted_on {
+                    run.seen.fetch_max(count, Ordering::SeqCst);
+                }
+                run.cancel.cancel(CancelCause::StopRequested);
+            }
+        }
+    }
+
+    /// Notes a lease this process holds (at its current batch).
+    pub(crate) fn hold(&self, lease: &Lease) {
+        lock(&self.held).insert(lease.token().clone(), lease.clone());
+    }
+
+    pub(crate) fn unhold(&self, lease: &Lease) {
+        lock(&self.held).remove(lease.token());
+    }
+
+    /// Every lease still held, forgotten here (for shutdown to give back).
+    pub(crate) fn take_held(&self) -> Vec<Lease> {
+        lock(&self.held).drain().map(|(_, l)| l).collect()
+    }
+
+    /// The waker of a holder waiting on `scope` (created for it).
+    pub(crate) fn waker(&self, scope: &ScopeKey) -> Arc<Notify> {
+        Arc::clone(lock(&self.wakers).entry(scope.clone()).or_default())
+    }
+
+    pub(crate) fn forget_waker(&self, scope: &ScopeKey) {
+        lock(&self.wakers).remove(scope);
+    }
+
+    /// Wakes a holder waiting on `scope` here, if there is one.
+    pub(crate) fn wake(&self, scope: &ScopeKey) {
+        if let Some(waker) = lock(&self.wakers).get(scope) {
+            waker.notify_one();
+        }
+    }
+
+    /// Notified when a local concurrency slot is released.
+    pub(crate) fn slot_freed(&self) -> &Notify {
+        &self.slot_freed
+    }
+
+    /// True once per bot: for the caller that starts the sweep.
+    pub(crate) fn claim_sweeper(&self) -> bool {
+        self.sweeper.set(()).is_ok()
+    }
+
+    /// Counts a run cancelled by the shutdown.
+    pub(crate) fn cancelled_by_shutdown(&self) {
+        self.shutdown_cancelled.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub(crate) fn shutdown_cancelled(&self) -> usize {
+        self.shutdown_cancelled.load(Ordering::SeqCst)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}

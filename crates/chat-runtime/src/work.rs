@@ -1,0 +1,69 @@
+//! The units a holder works with: [`Work`], one event to run, and [`Held`], a
+//! lease as its holder holds it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use chat_core::{Event, Lease};
+use tokio::time::Instant;
+
+use crate::keeper::{Keeper, LeaseState};
+
+/// One event to run.
+pub(crate) struct Work {
+    pub(crate) event: Arc<Event>,
+    pub(crate) skipped: Vec<Arc<Event>>,
+    /// The end of its budget; `None` under sync dispatch.
+    pub(crate) deadline: Option<Instant>,
+    /// Whether its thread was subscribed at admission; `None`: ask at run time.
+    pub(crate) subscribed: Option<bool>,
+    /// Set once the handler posted into the thread (for the adapter's
+    /// first-response duty).
+    pub(crate) posted: Arc<AtomicBool>,
+    /// Under sync dispatch (and inline interactions): the delivery's answer,
+    /// which the handler may give itself.
+    pub(crate) reply: Option<crate::answer::Answer>,
+    /// How many times the event has been handed out to run, this time included.
+    pub(crate) attempt: u32,
+}
+
+impl Work {
+    /// A run handed over by the backend.
+    pub(crate) fn handed(
+        event: Arc<Event>,
+        skipped: Vec<Arc<Event>>,
+        deadline: Option<Instant>,
+        attempt: u32,
+    ) -> Self {
+        Self {
+            event,
+            skipped,
+            deadline,
+            subscribed: None,
+            posted: Arc::default(),
+            reply: None,
+            attempt,
+        }
+    }
+}
+
+/// A lease as its holder holds it: the lease at its current batch, its keeper,
+/// and the stop requests already acted on in this batch.
+pub(crate) struct Held {
+    pub(crate) lease: Lease,
+    pub(crate) keeper: Keeper,
+    pub(crate) seen_cancels: Arc<AtomicU32>,
+}
+
+impl Held {
+    pub(crate) fn state(&self) -> &Arc<LeaseState> {
+        self.keeper.state()
+    }
+
+    /// `finish` (sent at `at`) handed over batch `seq`.
+    pub(crate) fn next_batch(&mut self, seq: u64, at: Instant) {
+        self.lease = self.lease.clone().at(seq);
+        self.keeper.new_batch(at);
+        self.seen_cancels.store(0, Ordering::SeqCst);
+    }
+}
