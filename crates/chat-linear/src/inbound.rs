@@ -14,6 +14,8 @@
 //! `session:{id}:activity:{activity id}`, `comment:{id}`. The event id is the
 //! `Linear-Delivery` header when present, else the dedupe key.
 
+use std::collections::HashSet;
+
 use bytes::Bytes;
 use chat_core::{
     AgentSession, AgentSessionAction, Author, DedupeKey, Event, EventId, EventKind, Inbound,
@@ -21,7 +23,7 @@ use chat_core::{
 };
 use serde::Deserialize;
 
-use crate::adapter::Config;
+use crate::json::{ensure_object, malformed};
 use crate::payload::{
     AgentSessionEventWebhookPayload, CommentEvent, UserChildWebhookPayload, WebhookHead,
 };
@@ -32,31 +34,19 @@ use crate::thread::{comment_thread, session_thread};
 /// mode): the app's access to the organization was revoked.
 pub const OAUTH_APP_REVOKED: &str = "OAuthApp.revoked";
 
-/// A [`WebhookError::Malformed`] naming where parsing failed, without quoting
-/// the payload.
-pub(crate) fn malformed(what: &str, e: &serde_json::Error) -> WebhookError {
-    let category = match e.classify() {
-        serde_json::error::Category::Io => "io",
-        serde_json::error::Category::Syntax => "syntax",
-        serde_json::error::Category::Data => "data",
-        serde_json::error::Category::Eof => "eof",
-    };
-    WebhookError::Malformed(format!(
-        "{what}: {category} error at line {} column {}",
-        e.line(),
-        e.column()
-    ))
-}
-
-/// Refuses a body that is not a JSON object (serde would read a struct from an
-/// array too).
-pub(crate) fn ensure_object(body: &[u8]) -> Result<(), WebhookError> {
-    match body.iter().find(|b| !b.is_ascii_whitespace()) {
-        Some(b'{') => Ok(()),
-        _ => Err(WebhookError::Malformed(
-            "body: not a JSON object".to_owned(),
-        )),
-    }
+/// What parsing needs to know, shared by every clone of the adapter.
+#[derive(Debug)]
+pub(crate) struct Config {
+    /// Our app user ids (one per workspace): their comments and activities are
+    /// ignored.
+    pub(crate) app_user_ids: HashSet<String>,
+    /// Lowercase handles whose mention in a comment makes it a mention.
+    pub(crate) mention_names: Vec<String>,
+    /// Whether comments written by bots and integrations are ignored.
+    pub(crate) ignore_bot_comments: bool,
+    /// Installation mode: `OAuthApp` `revoked` becomes an event, for
+    /// `resolve` to delete the installation.
+    pub(crate) lifecycle_events: bool,
 }
 
 /// Turns a verified body into an event or an ignore.

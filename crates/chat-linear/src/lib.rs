@@ -166,6 +166,7 @@ mod clock;
 mod error;
 mod first;
 pub mod inbound;
+mod json;
 mod oauth;
 mod operations;
 pub mod payload;

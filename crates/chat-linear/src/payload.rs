@@ -16,7 +16,7 @@ use chat_core::{Event, WebhookError};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::inbound::malformed;
+use crate::json::malformed;
 
 /// Reads `null` as the type's default, for fields that are optional in effect
 /// but not wrapped in `Option`.

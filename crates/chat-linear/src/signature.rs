@@ -66,9 +66,9 @@ pub(crate) fn check_timestamp(
     now_ms: u64,
     tolerance: Duration,
 ) -> Result<(), WebhookError> {
-    crate::inbound::ensure_object(body)?;
+    crate::json::ensure_object(body)?;
     let stamp: Stamp =
-        serde_json::from_slice(body).map_err(|e| crate::inbound::malformed("body", &e))?;
+        serde_json::from_slice(body).map_err(|e| crate::json::malformed("body", &e))?;
     let ts = stamp
         .webhook_timestamp
         .as_ref()

@@ -1,0 +1,312 @@
+//! The [`PlatformAdapter`] implementation of [`LinearAdapter`].
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use chat_core::{
+    AdapterError, AgentSessionAction, BoxError, Event, EventKind, Inbound, MessageRef,
+    OutboundMessage, Platform, PlatformAdapter, Resolution, ThreadRef, Verdict, WebhookError,
+};
+use tokio::time::Instant;
+
+use super::{FIRST_THOUGHT_BUDGET, LinearAdapter};
+use crate::activity::Activity;
+use crate::operations;
+use crate::thread::LinearThread;
+use crate::{inbound, respond, signature};
+
+#[async_trait]
+impl PlatformAdapter for LinearAdapter {
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    fn platform(&self) -> Platform {
+        Platform::Linear
+    }
+
+    fn max_body_bytes(&self) -> usize {
+        self.inner.max_body
+    }
+
+    /// Checks `Linear-Signature` over the raw body in constant time, then the
+    /// signed body's `webhookTimestamp` (a timestamp header is never read).
+    fn verify(&self, parts: &http::request::Parts, body: &Bytes) -> Result<(), WebhookError> {
+        if body.len() > self.inner.max_body {
+            return Err(WebhookError::TooLarge {
+                limit: self.inner.max_body,
+            });
+        }
+        signature::verify_signature(
+            &self.inner.key,
+            parts.headers.get(signature::SIGNATURE_HEADER),
+            body,
+        )?;
+        signature::check_timestamp(body, self.inner.clock.now_ms(), self.inner.tolerance)
+    }
+
+    fn parse(&self, parts: &http::request::Parts, body: &Bytes) -> Result<Inbound, WebhookError> {
+        inbound::parse(&self.inner.config, parts, body, self.inner.clock.now_ms())
+    }
+
+    /// Installation mode: the event's installation, its app user's own
+    /// comments and activities, and `OAuthApp` revocations. Otherwise
+    /// nothing to do.
+    async fn resolve(&self, event: &mut Event) -> Result<Resolution, BoxError> {
+        let Some(installations) = &self.inner.installations else {
+            return Ok(Resolution::Proceed);
+        };
+        let store = &installations.store;
+        let tenant = event.thread.tenant.clone();
+        if let EventKind::Other(other) = &event.kind
+            && other.name == inbound::OAUTH_APP_REVOKED
+        {
+            let removed = store.delete(Platform::Linear, &tenant).await?;
+            tracing::info!(tenant = %tenant, removed, "linear: OAuth app revoked; installation deleted");
+            return Ok(Resolution::Ignored {
+                reason: "app-revoked",
+            });
+        }
+        let Some(installation) = store.get(Platform::Linear, &tenant).await? else {
+            tracing::info!(tenant = %tenant, event_id = %event.id, "linear: delivery for an organization without an installation");
+            return Ok(Resolution::Ignored {
+                reason: "unknown-installation",
+            });
+        };
+        let own = match &event.kind {
+            EventKind::Message(m) => installation.is_bot(&m.author.id),
+            EventKind::AgentSession(s) => {
+                s.action != AgentSessionAction::Created && installation.is_bot(&s.user.id)
+            }
+            _ => false,
+        };
+        Ok(if own {
+            Resolution::Ignored {
+                reason: "own-message",
+            }
+        } else {
+            Resolution::Proceed
+        })
+    }
+
+    fn respond(&self, _event: Option<&Event>, verdict: &Verdict) -> http::Response<Bytes> {
+        respond::respond(verdict)
+    }
+
+    /// In an agent session: a `response` activity. In a comment thread: a
+    /// reply to the thread's root comment.
+    ///
+    /// A reply of a handler run ([`ReplyKey`](chat_core::ReplyKey)) gets an id
+    /// derived from its event and position, so the same reply of a repeated run
+    /// has the same id: on a repeat (attempt above 1) the adapter first asks
+    /// whether that activity or comment exists and returns it instead of
+    /// creating it again.
+    async fn post(
+        &self,
+        thread: &ThreadRef,
+        message: &OutboundMessage,
+    ) -> Result<MessageRef, AdapterError> {
+        let target = Self::linear_thread(thread)?;
+        let keyed = message
+            .reply_key
+            .as_ref()
+            .map(|key| (reply_id(thread, key), key.attempt > 1));
+        if let Some((id, true)) = &keyed {
+            let op = match target {
+                LinearThread::AgentSession { .. } => operations::agent_activity(id),
+                LinearThread::Comment { .. } => operations::comment(id),
+            };
+            if self.execute(Some(&thread.tenant), &op).await.is_ok() {
+                return Ok(MessageRef {
+                    thread: thread.clone(),
+                    id: id.clone(),
+                });
+            }
+        }
+        let id = keyed.map(|(id, _)| id);
+        let id = match target {
+            LinearThread::AgentSession { session_id } => {
+                let mut activity = Activity::response(message.text.as_str());
+                if let Some(id) = id {
+                    activity = activity.id(id);
+                }
+                self.send_activity(Some(&thread.tenant), None, session_id, &activity, true)
+                    .await?
+            }
+            LinearThread::Comment {
+                issue_id,
+                root_comment_id,
+            } => {
+                self.create_comment(
+                    Some(&thread.tenant),
+                    issue_id,
+                    Some(root_comment_id),
+                    &message.text,
+                    id,
+                )
+                .await?
+            }
+        };
+        Ok(MessageRef {
+            thread: thread.clone(),
+            id,
+        })
+    }
+
+    /// Comments only: agent activities cannot be edited.
+    async fn edit(
+        &self,
+        message: &MessageRef,
+        content: &OutboundMessage,
+    ) -> Result<(), AdapterError> {
+        match Self::linear_thread(&message.thread)? {
+            LinearThread::Comment { .. } => self
+                .execute(
+                    Some(&message.thread.tenant),
+                    &operations::comment_update(&message.id, &content.text),
+                )
+                .await
+                .map(drop),
+            _ => Err(AdapterError::Unsupported(
+                "Linear agent activities cannot be edited",
+            )),
+        }
+    }
+
+    /// Comments only: agent activities cannot be deleted.
+    async fn delete(&self, message: &MessageRef) -> Result<(), AdapterError> {
+        match Self::linear_thread(&message.thread)? {
+            LinearThread::Comment { .. } => self
+                .execute(
+                    Some(&message.thread.tenant),
+                    &operations::comment_delete(&message.id),
+                )
+                .await
+                .map(drop),
+            _ => Err(AdapterError::Unsupported(
+                "Linear agent activities cannot be deleted",
+            )),
+        }
+    }
+
+    /// Comments only (`reactionCreate` on the comment).
+    async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
+        match Self::linear_thread(&message.thread)? {
+            LinearThread::Comment { .. } => self
+                .execute(
+                    Some(&message.thread.tenant),
+                    &operations::reaction_create(&message.id, emoji.trim_matches(':')),
+                )
+                .await
+                .map(drop),
+            _ => Err(AdapterError::Unsupported(
+                "Linear agent activities take no reactions",
+            )),
+        }
+    }
+
+    /// In an agent session, a status is an ephemeral thought (it disappears
+    /// with the next activity); clearing it sends nothing. Comment threads
+    /// have no status.
+    async fn set_status(
+        &self,
+        thread: &ThreadRef,
+        status: Option<&str>,
+    ) -> Result<(), AdapterError> {
+        match (Self::linear_thread(thread)?, status) {
+            (LinearThread::AgentSession { session_id }, Some(text)) if !text.is_empty() => self
+                .send_activity(
+                    Some(&thread.tenant),
+                    None,
+                    session_id,
+                    &Activity::thought(text).ephemeral(),
+                    true,
+                )
+                .await
+                .map(drop),
+            _ => Ok(()),
+        }
+    }
+
+    /// Ends a stopped session with the final `response` activity Linear
+    /// expects, so it does not stay "working".
+    async fn stopped(&self, event: &Event) {
+        let Some(text) = self.inner.stopped.as_deref() else {
+            return;
+        };
+        let Ok(LinearThread::AgentSession { session_id }) = Self::linear_thread(&event.thread)
+        else {
+            return;
+        };
+        let sent = self
+            .send_activity(
+                Some(&event.thread.tenant),
+                Some(Instant::now() + FIRST_THOUGHT_BUDGET),
+                session_id,
+                &Activity::response(text),
+                false,
+            )
+            .await;
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, "linear: the final activity after a stop failed");
+        }
+    }
+
+    /// For a new agent session, sends the ephemeral first thought unless the
+    /// handler already posted, or already sent an activity through this
+    /// adapter (or the option is off). Failures are logged, not raised.
+    async fn after_ack(&self, event: &Event, posted: &(dyn Fn() -> bool + Send + Sync)) {
+        let Some(text) = self.inner.first_thought.as_deref() else {
+            return;
+        };
+        let EventKind::AgentSession(session) = &event.kind else {
+            return;
+        };
+        if session.action != AgentSessionAction::Created
+            || event.platform() != Platform::Linear
+            || posted()
+        {
+            return;
+        }
+        let Some(claim) = self.inner.first.claim(&session.session_id) else {
+            return;
+        };
+        if posted() {
+            return;
+        }
+        let deadline = Instant::now() + FIRST_THOUGHT_BUDGET;
+        let sent = self
+            .send_activity(
+                Some(&event.thread.tenant),
+                Some(self.deadline.map_or(deadline, |d| d.min(deadline))),
+                &session.session_id,
+                &Activity::thought(text).ephemeral(),
+                false,
+            )
+            .await;
+        drop(claim);
+        match sent {
+            Ok(_) => {
+                tracing::debug!(event_id = %event.id, "linear first thought sent");
+            }
+            Err(e) => {
+                tracing::warn!(event_id = %event.id, error = %e, "linear first thought failed");
+            }
+        }
+    }
+}
+
+/// The id of a handler run's reply: a UUID in v4 format (what Linear accepts
+/// as a client-supplied id) derived from the thread, the event and the reply's
+/// position, so a repeated run reuses it.
+fn reply_id(thread: &ThreadRef, key: &chat_core::ReplyKey) -> String {
+    let name = format!(
+        "chat-rs-reply\0{}\0{}\0{}\0{}\0{}",
+        thread.tenant, thread.channel, thread.thread, key.event_id, key.position
+    );
+    let digest = ring::digest::digest(&ring::digest::SHA256, name.as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest.as_ref()[..16]);
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .to_string()
+}
