@@ -43,6 +43,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             "warnings",
         ])),
     );
+    step("modules", modules());
     // The Redis tests need a server and a cluster: started here, stopped when
     // `servers` drops after the test step.
     let started = std::time::Instant::now();
@@ -179,6 +180,18 @@ fn rustdoc() -> Outcome {
     let mut c = cargo_args(&["doc", "--workspace", "--no-deps", "--all-features"]);
     c.env("RUSTDOCFLAGS", "-D warnings");
     timed(c)
+}
+
+/// No import circle between the modules of any crate.
+fn modules() -> Outcome {
+    let started = std::time::Instant::now();
+    match crate::modules::run(&[]) {
+        Ok(()) => Outcome::Passed(started.elapsed()),
+        Err(e) => {
+            eprintln!("ci: modules: {e}");
+            Outcome::Failed(started.elapsed())
+        }
+    }
 }
 
 /// Licenses, bans and sources. Advisories need a network database, so they are

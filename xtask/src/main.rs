@@ -4,9 +4,10 @@
 //! * `ci` — every check CI runs, in order, with a one-line summary per step.
 //! * `demo [--strategy NAME] [--redis URL]` — echo-bot against fake Slack and
 //!   Linear APIs, driven by a scripted conversation, printed as a timeline.
+//! * `modules` — no import circle between the modules of any crate.
 //! * `redis-cluster up|down` — a local 3-master Redis Cluster for the tests.
 //!
-//! Plain `std` only, so it builds in seconds on a fresh machine.
+//! Few dependencies, so it builds quickly on a fresh machine.
 
 #![forbid(unsafe_code)]
 // A command-line tool: its output is its interface.
@@ -18,6 +19,7 @@ mod ci;
 mod cmd;
 mod demo;
 mod fuzz;
+mod modules;
 mod redis;
 
 use std::process::ExitCode;
@@ -41,6 +43,8 @@ commands:
   fuzz [--seconds N] [target…]
                         every parser's fuzz target for N s each (default 60),
                         stable toolchain, `-s none`; installs cargo-fuzz if needed
+  modules [DIR]         no module of a crate imports one that imports it
+                        (directly or through others); DIR: another checkout
   redis-cluster up|down a local 3-master Redis Cluster on loopback ports; `up`
                         prints REDIS_CLUSTER_URLS for the tests
   help                  this text
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
         Some("ci") => ci::run(&args[1..]),
         Some("demo") => demo::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
+        Some("modules") => modules::run(&args[1..]),
         Some("redis-cluster") => redis::cluster_command(&args[1..]),
         Some("help" | "-h" | "--help") | None => {
             print!("{USAGE}");
