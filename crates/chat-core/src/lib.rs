@@ -51,6 +51,7 @@
 #![forbid(unsafe_code)]
 
 pub mod adapter;
+pub mod clock;
 pub mod concurrency;
 pub mod error;
 pub mod event;
@@ -62,6 +63,7 @@ pub use adapter::{
     DefaultLockScope, Inbound, MessageRef, OutboundMessage, PlatformAdapter, ReplyKey, Resolution,
     TextFormat, Verdict,
 };
+pub use clock::{Clock, SystemClock};
 pub use concurrency::{
     BurstMode, BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions, OnFull, QueueOptions,
 };

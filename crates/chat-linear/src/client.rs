@@ -23,9 +23,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::clock::Clock;
-use crate::error::DeadlineExceeded;
 use crate::operations::Operation;
+use chat_core::Clock;
 
 /// The first wait when a rate limit says nothing about how long to wait.
 const BASE_BACKOFF: Duration = Duration::from_secs(1);
@@ -116,7 +115,7 @@ impl GraphqlClient {
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
             if remaining.is_zero() {
-                return Err(AdapterError::Transport(Box::new(DeadlineExceeded)));
+                return Err(AdapterError::DeadlineExceeded);
             }
             match self
                 .attempt(
@@ -128,6 +127,10 @@ impl GraphqlClient {
                 )
                 .await
             {
+                // A request cut off by the call's deadline.
+                Attempt::Done(Err(AdapterError::Transport(_))) if Instant::now() >= deadline => {
+                    return Err(AdapterError::DeadlineExceeded);
+                }
                 Attempt::Done(result) => return result,
                 Attempt::RateLimited(wait) => {
                     if retries >= self.max_retries || Instant::now() + wait > deadline {

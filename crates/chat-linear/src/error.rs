@@ -35,10 +35,3 @@ pub enum BuildError {
     #[error("the HTTP client could not be built")]
     HttpClient(#[source] BoxError),
 }
-
-/// The deadline of an outbound call passed before it could be sent (or sent
-/// again after a rate limit). Carried inside
-/// [`AdapterError::Transport`](chat_core::AdapterError::Transport).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the call's deadline passed")]
-pub struct DeadlineExceeded;

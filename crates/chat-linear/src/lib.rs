@@ -162,7 +162,6 @@
 mod activity;
 mod adapter;
 mod client;
-mod clock;
 mod error;
 mod first;
 pub mod inbound;
@@ -181,8 +180,8 @@ pub use adapter::{
     Credential, DEFAULT_ENDPOINT, DEFAULT_FIRST_THOUGHT, DEFAULT_STOPPED, LinearAdapter,
     LinearAdapterBuilder,
 };
-pub use clock::{Clock, SystemClock};
-pub use error::{BuildError, DeadlineExceeded};
+pub use chat_core::{Clock, SystemClock};
+pub use error::BuildError;
 pub use oauth::{
     ClientAuth, DEFAULT_AUTHORIZE_URL, DEFAULT_SCOPES, DEFAULT_STATE_COOKIE, DEFAULT_TOKEN_URL,
     LinearOAuth, LinearOAuthBuilder, OAuthError, StateError,

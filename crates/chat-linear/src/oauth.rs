@@ -30,9 +30,9 @@ use http::{HeaderValue, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::clock::{Clock, SystemClock};
 use crate::error::BuildError;
 use crate::operations;
+use chat_core::{Clock, SystemClock};
 use chat_installations::oauth_state::{self, StateSigner};
 
 pub use chat_installations::oauth_state::StateError;

@@ -15,12 +15,12 @@ use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
 use crate::client::{BotIdentity, DEFAULT_API_BASE_URL, SlackClient};
-use crate::clock::{Clock, SystemClock};
 use crate::error::BuildError;
 use crate::inbound::{self, Context, mentions_user};
 use crate::mrkdwn::markdown_to_mrkdwn;
 use crate::respond::{self, Texts};
 use crate::signature::Verifier;
+use chat_core::{Clock, SystemClock};
 
 /// How long after a failed `auth.test` the adapter waits before trying again.
 const LEARN_RETRY: Duration = Duration::from_secs(60);

@@ -201,11 +201,6 @@ pub struct PostedMessage {
     pub ts: String,
 }
 
-/// The deadline passed before the call could be (re)sent.
-#[derive(Debug, thiserror::Error)]
-#[error("the call's deadline passed")]
-struct DeadlineElapsed;
-
 impl SlackClient {
     /// A builder for a client with `token` (`xoxb-…`).
     pub fn builder(token: impl Into<String>) -> SlackClientBuilder {
@@ -309,6 +304,16 @@ impl SlackClient {
         .await
     }
 
+    /// A failed request: [`AdapterError::DeadlineExceeded`] when the call's
+    /// deadline cut it off, else a transport error.
+    fn cut(&self, e: reqwest::Error) -> AdapterError {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            AdapterError::DeadlineExceeded
+        } else {
+            AdapterError::Transport(Box::new(e))
+        }
+    }
+
     async fn send(
         &self,
         method: &str,
@@ -326,7 +331,7 @@ impl SlackClient {
             let remaining = deadline.saturating_duration_since(now);
             let timeout = match self.deadline {
                 Some(_) if remaining.is_zero() => {
-                    return Err(AdapterError::Transport(Box::new(DeadlineElapsed)));
+                    return Err(AdapterError::DeadlineExceeded);
                 }
                 Some(_) => remaining.min(self.inner.request_timeout),
                 None => self.inner.request_timeout,
@@ -341,20 +346,14 @@ impl SlackClient {
             if let Some(auth) = auth {
                 request = request.header(AUTHORIZATION, auth.clone());
             }
-            let response = request
-                .send()
-                .await
-                .map_err(|e| AdapterError::Transport(Box::new(e)))?;
+            let response = request.send().await.map_err(|e| self.cut(e))?;
             let status = response.status();
             let header_wait = response
                 .headers()
                 .get(RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
                 .and_then(parse_seconds);
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|e| AdapterError::Transport(Box::new(e)))?;
+            let bytes = response.bytes().await.map_err(|e| self.cut(e))?;
 
             if status == http::StatusCode::TOO_MANY_REQUESTS {
                 let wait = header_wait

@@ -217,7 +217,6 @@
 
 mod adapter;
 mod client;
-mod clock;
 mod error;
 mod inbound;
 pub mod mrkdwn;
@@ -226,11 +225,11 @@ mod respond;
 pub mod signature;
 
 pub use adapter::{SlackAdapter, SlackAdapterBuilder};
+pub use chat_core::{Clock, SystemClock};
 pub use client::{
     BotIdentity, DEFAULT_API_BASE_URL, PostedMessage, REPLY_EVENT_TYPE, SlackClient,
     SlackClientBuilder,
 };
-pub use clock::{Clock, SystemClock};
 pub use error::BuildError;
 pub use oauth::{
     DEFAULT_AUTHORIZE_URL, DEFAULT_STATE_COOKIE, OAuthError, SlackOAuth, SlackOAuthBuilder,

@@ -14,8 +14,8 @@ use http::{HeaderValue, Response, StatusCode};
 use serde::Deserialize;
 
 use crate::client::{DEFAULT_API_BASE_URL, SlackClient};
-use crate::clock::{Clock, SystemClock};
 use crate::error::BuildError;
+use chat_core::{Clock, SystemClock};
 use chat_installations::oauth_state::{self, StateSigner};
 
 pub use chat_installations::oauth_state::StateError;

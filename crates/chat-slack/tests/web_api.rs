@@ -401,8 +401,28 @@ async fn a_passed_deadline_sends_nothing() {
         .post_message("C1", None, "x")
         .await
         .unwrap_err();
-    assert!(matches!(err, AdapterError::Transport(_)), "{err:?}");
+    assert!(matches!(err, AdapterError::DeadlineExceeded), "{err:?}");
     assert!(fake.calls().is_empty());
+}
+
+#[tokio::test]
+async fn an_answer_later_than_the_deadline_is_deadline_exceeded() {
+    let fake = FakeSlack::start().await;
+    fake.enqueue(
+        "chat.postMessage",
+        SlackReply::json(&serde_json::json!({"ok": true, "ts": "1.2"}))
+            .after(Duration::from_secs(5)),
+    );
+    let a = adapter_at(fake.base_url());
+    let started = std::time::Instant::now();
+    let err = a
+        .client()
+        .with_timeout(Duration::from_millis(300))
+        .post_message("C1", None, "x")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::DeadlineExceeded), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(3));
 }
 
 // ---------------------------------------------------------------- other failures

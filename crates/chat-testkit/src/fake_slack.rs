@@ -60,6 +60,7 @@ pub struct SlackReply {
     status: StatusCode,
     headers: Vec<(HeaderName, HeaderValue)>,
     body: Bytes,
+    delay: Duration,
 }
 
 impl SlackReply {
@@ -104,7 +105,16 @@ impl SlackReply {
             status,
             headers: Vec::new(),
             body: body.into(),
+            delay: Duration::ZERO,
         }
+    }
+
+    /// Answers only after `delay` (on tokio's clock); the call is recorded on
+    /// arrival.
+    #[must_use]
+    pub fn after(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
     }
 
     /// Adds a header; one with the same name is replaced.
@@ -400,6 +410,9 @@ async fn answer(
         reply
     };
     shared.recorded.notify_waiters();
+    if !reply.delay.is_zero() {
+        tokio::time::sleep(reply.delay).await;
+    }
     let mut response = Response::new(Body::from(reply.body));
     *response.status_mut() = reply.status;
     for (name, value) in reply.headers {

@@ -14,11 +14,11 @@ use super::{
     LinearAdapter,
 };
 use crate::client::GraphqlClient;
-use crate::clock::{Clock, SystemClock};
 use crate::error::BuildError;
 use crate::first::FirstActivity;
 use crate::inbound::Config;
 use crate::oauth::LinearOAuth;
+use chat_core::{Clock, SystemClock};
 
 /// Builds a [`LinearAdapter`]. A signing secret and a credential are required.
 pub struct LinearAdapterBuilder {

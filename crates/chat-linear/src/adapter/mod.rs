@@ -21,12 +21,12 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::client::GraphqlClient;
-use crate::clock::Clock;
 use crate::first::FirstActivity;
 use crate::inbound::Config;
 use crate::oauth::LinearOAuth;
 use crate::operations;
 use crate::thread::LinearThread;
+use chat_core::Clock;
 
 /// Linear's GraphQL endpoint.
 pub const DEFAULT_ENDPOINT: &str = "https://api.linear.app/graphql";
