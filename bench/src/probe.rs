@@ -304,7 +304,7 @@ pub fn script_names(lua_dir: &Path) -> io::Result<BTreeMap<String, String>> {
         let mut source = common.clone();
         source.extend(std::fs::read(&path)?);
         let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, &source);
-        let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        let hex = hex::encode(digest.as_ref());
         names.insert(hex, stem.to_owned());
     }
     Ok(names)

@@ -10,7 +10,7 @@ use axum::routing::get;
 use chat_core::{InstallationStore, StateBackend};
 use chat_installations::{KeyRing, KvInstallations};
 use chat_runtime::BoxError;
-use chat_slack::{SlackAdapter, SlackOAuth};
+use chat_slack::{SlackAdapter, SlackOAuth, SlackOAuthProvider};
 
 use crate::config::Args;
 
@@ -106,7 +106,10 @@ fn oauth(
         "the install flow needs SLACK_STATE_SECRET (--slack-state-secret), at least 16 bytes, e.g. `openssl rand -hex 32`",
     )?;
     let base = args.slack_oauth_url.trim_end_matches('/');
-    let mut b = SlackOAuth::builder()
+    let provider = SlackOAuthProvider::builder()
+        .api_base_url(format!("{base}/api"))
+        .build()?;
+    let mut b = SlackOAuth::builder(provider)
         .client_id(client_id)
         .client_secret(client_secret)
         .state_secret(state_secret)
@@ -117,7 +120,6 @@ fn oauth(
                 .filter(|s| !s.is_empty()),
         )
         .authorize_url(format!("{base}/oauth/v2/authorize"))
-        .api_base_url(format!("{base}/api"))
         .installations(store);
     if let Some(uri) = &args.slack_redirect_uri {
         b = b.redirect_uri(uri);

@@ -22,9 +22,7 @@ type ModPath = Vec<String>;
 /// Runs the check over every package of the repository (or of the directory
 /// given).
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let root = args
-        .first()
-        .map_or_else(crate::cmd::root, PathBuf::from);
+    let root = args.first().map_or_else(crate::cmd::root, PathBuf::from);
     let circles = check(&root)?;
     for (package, circle) in &circles {
         println!(

@@ -348,12 +348,7 @@ impl LeaseToken {
     pub fn generate() -> Self {
         let mut bytes = [0u8; 16];
         rand::rng().fill_bytes(&mut bytes);
-        let mut s = String::with_capacity(32);
-        for b in bytes {
-            s.push(char::from(HEX[usize::from(b >> 4)]));
-            s.push(char::from(HEX[usize::from(b & 0x0f)]));
-        }
-        Self(s)
+        Self(hex::encode(bytes))
     }
 
     /// Wraps a token read back from a backend.
@@ -366,8 +361,6 @@ impl LeaseToken {
         &self.0
     }
 }
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 impl fmt::Debug for LeaseToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

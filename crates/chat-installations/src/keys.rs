@@ -84,7 +84,7 @@ impl EncryptionKey {
     /// A key from 64 hexadecimal digits (what `openssl rand -hex 32` prints).
     pub fn from_hex(id: impl Into<String>, hex: &str) -> Result<Self, KeyError> {
         let id = valid_id(id.into())?;
-        let bytes = decode_hex(hex.trim()).ok_or_else(|| KeyError::Hex(id.clone()))?;
+        let bytes = hex::decode(hex.trim()).map_err(|_| KeyError::Hex(id.clone()))?;
         Self::new(id, &bytes)
     }
 
@@ -207,37 +207,6 @@ fn valid_id(id: String) -> Result<String, KeyError> {
     }
 }
 
-/// Lowercase hex of `bytes`.
-pub(crate) fn encode_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0x0f)]));
-    }
-    out
-}
-
-/// Bytes from hex (either case); `None` for anything else.
-pub(crate) fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    fn nibble(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            b'A'..=b'F' => Some(c - b'A' + 10),
-            _ => None,
-        }
-    }
-    let bytes = hex.as_bytes();
-    if !bytes.len().is_multiple_of(2) {
-        return None;
-    }
-    bytes
-        .chunks_exact(2)
-        .map(|pair| Some(nibble(pair[0])? << 4 | nibble(pair[1])?))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,8 +265,8 @@ mod tests {
     #[test]
     fn hex_round_trips() {
         let bytes = [0u8, 1, 0xab, 0xff];
-        assert_eq!(decode_hex(&encode_hex(&bytes)).unwrap(), bytes);
-        assert_eq!(decode_hex("ABff").unwrap(), [0xab, 0xff]);
-        assert!(decode_hex("abc").is_none());
+        assert_eq!(hex::decode(hex::encode(bytes)).unwrap(), bytes);
+        assert_eq!(hex::decode("ABff").unwrap(), [0xab, 0xff]);
+        assert!(hex::decode("abc").is_err());
     }
 }

@@ -66,7 +66,7 @@
 mod keys;
 mod kv;
 mod memory;
-pub mod oauth_state;
+pub mod oauth;
 mod sealed;
 
 pub use keys::{EncryptionKey, KEY_LEN, KeyError, KeyRing};

@@ -15,7 +15,7 @@ use ring::aead::{Aad, NONCE_LEN, Nonce};
 use ring::rand::{SecureRandom, SystemRandom};
 use serde::{Deserialize, Serialize};
 
-use crate::keys::{KeyRing, decode_hex, encode_hex};
+use crate::keys::KeyRing;
 
 /// The record format's version.
 const VERSION: u32 = 1;
@@ -75,8 +75,8 @@ pub(crate) fn seal(
     let record = Record {
         v: VERSION,
         kid: key.id().to_owned(),
-        nonce: encode_hex(&nonce),
-        ct: encode_hex(&in_out),
+        nonce: hex::encode(nonce),
+        ct: hex::encode(&in_out),
     };
     serde_json::to_vec(&record).map_err(|e| InstallationError::Corrupt(Box::new(e)))
 }
@@ -97,10 +97,13 @@ pub(crate) fn open(
         .ok_or_else(|| InstallationError::MissingKey {
             key_id: record.kid.clone(),
         })?;
-    let nonce: [u8; NONCE_LEN] = decode_hex(&record.nonce)
+    let nonce: [u8; NONCE_LEN] = hex::decode(&record.nonce)
+        .ok()
         .and_then(|n| n.try_into().ok())
         .ok_or_else(|| corrupt(OpenError::Format))?;
-    let mut in_out = decode_hex(&record.ct).ok_or_else(|| corrupt(OpenError::Format))?;
+    let mut in_out = hex::decode(&record.ct)
+        .ok()
+        .ok_or_else(|| corrupt(OpenError::Format))?;
     let aad = associated_data(platform, tenant);
     let plain = key
         .aead()

@@ -181,9 +181,10 @@ pub use adapter::{
     LinearAdapterBuilder,
 };
 pub use chat_core::{Clock, SystemClock};
+pub use chat_installations::oauth::{OAuthBuildError, OAuthError, StateRefusal};
 pub use error::BuildError;
 pub use oauth::{
     ClientAuth, DEFAULT_AUTHORIZE_URL, DEFAULT_SCOPES, DEFAULT_STATE_COOKIE, DEFAULT_TOKEN_URL,
-    LinearOAuth, LinearOAuthBuilder, OAuthError, StateError,
+    LinearOAuth, LinearOAuthBuilder, LinearOAuthProvider, LinearOAuthProviderBuilder,
 };
 pub use thread::{LinearThread, SessionTarget};

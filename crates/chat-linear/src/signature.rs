@@ -33,7 +33,7 @@ const SIGNATURE_HEADER_NAME: &str = "Linear-Signature";
 /// For tests and tools that build deliveries.
 pub fn sign(secret: &str, body: &[u8]) -> String {
     let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
-    to_hex(hmac::sign(&key, body).as_ref())
+    hex::encode(hmac::sign(&key, body).as_ref())
 }
 
 /// Checks the signature header against the raw body, in constant time.
@@ -85,33 +85,10 @@ pub(crate) fn check_timestamp(
     Ok(())
 }
 
-fn to_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    out
-}
-
 /// Decodes exactly 64 hex digits (either case) into 32 bytes.
-fn decode_hex_32(hex: &[u8]) -> Option<[u8; 32]> {
-    fn nibble(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            b'A'..=b'F' => Some(c - b'A' + 10),
-            _ => None,
-        }
-    }
-    if hex.len() != 64 {
-        return None;
-    }
+fn decode_hex_32(digits: &[u8]) -> Option<[u8; 32]> {
     let mut out = [0u8; 32];
-    for (byte, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
-        *byte = (nibble(pair[0])? << 4) | nibble(pair[1])?;
-    }
+    hex::decode_to_slice(digits, &mut out).ok()?;
     Some(out)
 }
 
@@ -122,7 +99,7 @@ mod tests {
     #[test]
     fn hex_round_trips_and_refuses_junk() {
         let bytes: Vec<u8> = (0u8..32).collect();
-        let hex = to_hex(&bytes);
+        let hex = hex::encode(&bytes);
         assert_eq!(
             decode_hex_32(hex.as_bytes()).map(|b| b.to_vec()),
             Some(bytes.clone())

@@ -32,7 +32,4 @@ pub enum BuildError {
     /// The HTTP client could not be built (TLS setup).
     #[error("the HTTP client could not be built")]
     HttpClient(#[source] BoxError),
-    /// An OAuth setting is missing or invalid (named, never its value).
-    #[error("invalid OAuth setting: {0}")]
-    OAuth(&'static str),
 }

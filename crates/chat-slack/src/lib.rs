@@ -128,19 +128,21 @@
 //! [`InstallationStore`](chat_core::InstallationStore) instead of a bot token
 //! (`chat-installations` has one on the state backend's KV, sealed with
 //! AES-256-GCM), and mounts [`SlackOAuth`]'s install and callback routes,
-//! which fill it:
+//! which fill it (the flow itself — signed, browser-bound `state`, checks,
+//! storing — is chat-installations' [`OAuthFlow`](chat_installations::oauth::OAuthFlow);
+//! [`SlackOAuthProvider`] is Slack's part of it):
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //! use chat_core::InstallationStore;
-//! use chat_slack::{SlackAdapter, SlackOAuth};
+//! use chat_slack::{SlackAdapter, SlackOAuth, SlackOAuthProvider};
 //!
 //! # fn setup(store: Arc<dyn InstallationStore>) -> Result<(), Box<dyn std::error::Error>> {
 //! let slack = SlackAdapter::builder()
 //!     .signing_secret(std::env::var("SLACK_SIGNING_SECRET")?)
 //!     .installations(Arc::clone(&store)) // instead of .bot_token(..)
 //!     .build()?;
-//! let oauth = SlackOAuth::builder()
+//! let oauth = SlackOAuth::builder(SlackOAuthProvider::new()?)
 //!     .client_id(std::env::var("SLACK_CLIENT_ID")?)
 //!     .client_secret(std::env::var("SLACK_CLIENT_SECRET")?)
 //!     .state_secret(std::env::var("SLACK_STATE_SECRET")?)
@@ -226,13 +228,14 @@ pub mod signature;
 
 pub use adapter::{SlackAdapter, SlackAdapterBuilder};
 pub use chat_core::{Clock, SystemClock};
+pub use chat_installations::oauth::{OAuthBuildError, OAuthError, StateRefusal};
 pub use client::{
     BotIdentity, DEFAULT_API_BASE_URL, PostedMessage, REPLY_EVENT_TYPE, SlackClient,
     SlackClientBuilder,
 };
 pub use error::BuildError;
 pub use oauth::{
-    DEFAULT_AUTHORIZE_URL, DEFAULT_STATE_COOKIE, OAuthError, SlackOAuth, SlackOAuthBuilder,
-    StateError,
+    DEFAULT_AUTHORIZE_URL, DEFAULT_STATE_COOKIE, SlackOAuth, SlackOAuthBuilder, SlackOAuthProvider,
+    SlackOAuthProviderBuilder,
 };
 pub use respond::NO_RETRY_HEADER;

@@ -33,16 +33,8 @@ const VERSION_PREFIX: &str = "v0=";
 pub fn sign(secret: &str, timestamp: &str, body: &[u8]) -> String {
     let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
     let tag = hmac::sign(&key, &base_string(timestamp, body));
-    let mut out = String::with_capacity(VERSION_PREFIX.len() + 64);
-    out.push_str(VERSION_PREFIX);
-    for b in tag.as_ref() {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0x0f)]));
-    }
-    out
+    format!("{VERSION_PREFIX}{}", hex::encode(tag.as_ref()))
 }
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn base_string(timestamp: &str, body: &[u8]) -> Vec<u8> {
     let mut base = Vec::with_capacity(4 + timestamp.len() + body.len());
@@ -124,23 +116,16 @@ impl Verifier {
 /// Decodes exactly 64 **lowercase** hex digits into 32 bytes. Slack sends
 /// lowercase, and its own SDKs compare the lowercase string exactly: an
 /// uppercase digest is not Slack's and is refused.
-fn decode_hex_32(hex: &[u8]) -> Option<[u8; 32]> {
-    if hex.len() != 64 {
+fn decode_hex_32(digits: &[u8]) -> Option<[u8; 32]> {
+    if !digits
+        .iter()
+        .all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+    {
         return None;
     }
     let mut out = [0u8; 32];
-    for (byte, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
-        *byte = (nibble(pair[0])? << 4) | nibble(pair[1])?;
-    }
+    hex::decode_to_slice(digits, &mut out).ok()?;
     Some(out)
-}
-
-fn nibble(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

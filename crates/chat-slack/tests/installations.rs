@@ -7,22 +7,18 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use async_trait::async_trait;
 use bytes::Bytes;
-use chat_core::{
-    Installation, InstallationError, InstallationStore, Platform, StateBackend, TenantId,
-};
+use chat_core::{InstallationStore, Platform, StateBackend, TenantId};
 use chat_installations::{EncryptionKey, KeyRing, KvInstallations, MemoryInstallations};
 use chat_runtime::{
     Bot, BoxError, Concurrency, Ctx, Dispatch, Event, Outcome, OutcomeRecord, RuntimeOptions,
 };
-use chat_slack::{BuildError, SlackAdapter, SlackOAuth, signature};
+use chat_slack::{BuildError, SlackAdapter, SlackOAuth, SlackOAuthProvider, signature};
 use chat_state_memory::MemoryState;
-use chat_testkit::{FakeSlack, FakeSlackOAuth, SlackWorkspace};
+use chat_testkit::{FakeSlack, FakeSlackOAuth, FlakyInstallations, SlackWorkspace};
 use common::SECRET;
 use http::StatusCode;
 use serde_json::{Value, json};
@@ -55,45 +51,10 @@ impl Outcomes {
     }
 }
 
-/// An installation store that fails while `down` is set.
-struct Flaky {
-    inner: Arc<dyn InstallationStore>,
-    down: AtomicBool,
-}
-
-#[async_trait]
-impl InstallationStore for Flaky {
-    async fn get(
-        &self,
-        platform: Platform,
-        tenant: &TenantId,
-    ) -> Result<Option<Installation>, InstallationError> {
-        if self.down.load(Ordering::SeqCst) {
-            return Err(InstallationError::Unavailable("the store is down".into()));
-        }
-        self.inner.get(platform, tenant).await
-    }
-
-    async fn put(&self, installation: &Installation) -> Result<(), InstallationError> {
-        self.inner.put(installation).await
-    }
-
-    async fn delete(
-        &self,
-        platform: Platform,
-        tenant: &TenantId,
-    ) -> Result<bool, InstallationError> {
-        if self.down.load(Ordering::SeqCst) {
-            return Err(InstallationError::Unavailable("the store is down".into()));
-        }
-        self.inner.delete(platform, tenant).await
-    }
-}
-
 struct World {
     state: Arc<dyn StateBackend>,
     kv: KvInstallations,
-    store: Arc<Flaky>,
+    store: Arc<FlakyInstallations>,
     accounts: FakeSlackOAuth,
     api: FakeSlack,
     oauth: SlackOAuth,
@@ -104,14 +65,17 @@ struct World {
 }
 
 fn oauth_for(accounts: &FakeSlackOAuth, store: Arc<dyn InstallationStore>) -> SlackOAuth {
-    SlackOAuth::builder()
+    let provider = SlackOAuthProvider::builder()
+        .api_base_url(accounts.api_base_url())
+        .build()
+        .unwrap();
+    SlackOAuth::builder(provider)
         .client_id(FakeSlackOAuth::CLIENT_ID)
         .client_secret(FakeSlackOAuth::CLIENT_SECRET)
         .state_secret(STATE_SECRET)
         .scopes(["app_mentions:read", "chat:write"])
         .redirect_uri(REDIRECT)
         .authorize_url(accounts.authorize_url())
-        .api_base_url(accounts.api_base_url())
         .installations(store)
         .build()
         .unwrap()
@@ -121,10 +85,7 @@ async fn world_with(options: RuntimeOptions, gated: bool) -> World {
     let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
     let keys = KeyRing::new(EncryptionKey::new("k1", &[7; 32]).unwrap());
     let kv = KvInstallations::new(Arc::clone(&state), keys);
-    let store = Arc::new(Flaky {
-        inner: Arc::new(kv.clone()),
-        down: AtomicBool::new(false),
-    });
+    let store = Arc::new(FlakyInstallations::new(Arc::new(kv.clone())));
     let accounts = FakeSlackOAuth::start().await;
     for team in ["T1", "T2"] {
         accounts.add_workspace(SlackWorkspace::new(team, &token(team)));
@@ -388,103 +349,17 @@ async fn an_unknown_workspace_is_acknowledged_and_ignored() {
 async fn a_store_failure_answers_500_and_the_retry_runs() {
     let w = world().await;
     install(&w, "T1").await;
-    w.store.down.store(true, Ordering::SeqCst);
+    w.store.set_down(true);
     let answer = deliver(&w, &mention("T1", "EvDown", TS)).await;
     assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(w.outcomes.all(), [(Outcome::Rejected, "resolve-failed")]);
 
     // Nothing was marked: Slack's retry runs once the store is back.
-    w.store.down.store(false, Ordering::SeqCst);
+    w.store.set_down(false);
     let retry = deliver(&w, &mention("T1", "EvDown", TS)).await;
     assert_eq!(retry.status(), StatusCode::OK);
     assert!(w.bot.idle(PATIENCE).await);
     assert_eq!(w.api.posts().len(), 1);
-}
-
-#[tokio::test]
-async fn a_tampered_expired_foreign_or_declined_state_is_refused() {
-    let w = world().await;
-    let start = w.oauth.install();
-    let cookie = cookie_of(&start);
-    let authorize = location_of(&start);
-    let back = w.accounts.approve(&authorize, "T1").unwrap();
-
-    // Tampered: one digit of the signature changed.
-    let at = back.len() - 1;
-    let last = &back[at..];
-    let tampered = format!("{}{}", &back[..at], if last == "0" { "1" } else { "0" });
-    let r = w
-        .oauth
-        .callback(&callback_request(&tampered, Some(&cookie)))
-        .await;
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    assert_eq!(&r.body()[..], b"refused state: the state is invalid");
-
-    // Brought back by another browser (no cookie, or another install's).
-    let r = w.oauth.callback(&callback_request(&back, None)).await;
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    let other = cookie_of(&w.oauth.install());
-    let r = w
-        .oauth
-        .callback(&callback_request(&back, Some(&other)))
-        .await;
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    assert_eq!(
-        &r.body()[..],
-        b"refused state: the state does not belong to this browser"
-    );
-
-    // Expired: the same flow, eleven minutes later.
-    let later = SlackOAuth::builder()
-        .client_id(FakeSlackOAuth::CLIENT_ID)
-        .client_secret(FakeSlackOAuth::CLIENT_SECRET)
-        .state_secret(STATE_SECRET)
-        .scopes(["chat:write"])
-        .redirect_uri(REDIRECT)
-        .api_base_url(w.accounts.api_base_url())
-        .installations(w.store.clone())
-        .clock(|| SystemTime::now() + Duration::from_secs(660))
-        .build()
-        .unwrap();
-    let r = later
-        .callback(&callback_request(&back, Some(&cookie)))
-        .await;
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    assert_eq!(&r.body()[..], b"refused state: the state expired");
-
-    // Declined on Slack's page.
-    let denied = w.accounts.deny(&authorize).unwrap();
-    let r = w
-        .oauth
-        .callback(&callback_request(&denied, Some(&cookie)))
-        .await;
-    assert_eq!(r.status(), StatusCode::FORBIDDEN);
-
-    // None of them reached the token endpoint or the store.
-    assert!(w.accounts.token_requests().is_empty());
-    assert!(
-        w.store
-            .get(Platform::Slack, &"T1".into())
-            .await
-            .unwrap()
-            .is_none()
-    );
-
-    // The untouched callback still works, once.
-    let r = w
-        .oauth
-        .callback(&callback_request(&back, Some(&cookie)))
-        .await;
-    assert_eq!(r.status(), StatusCode::OK);
-    let again = w
-        .oauth
-        .callback(&callback_request(&back, Some(&cookie)))
-        .await;
-    assert_eq!(
-        again.status(),
-        StatusCode::BAD_GATEWAY,
-        "a code is single-use"
-    );
 }
 
 #[tokio::test]
@@ -593,7 +468,7 @@ async fn uninstalls_and_revoked_bot_tokens_delete_the_installation() {
 
     // A store that cannot delete makes Slack retry the uninstall.
     install(&w, "T2").await;
-    w.store.down.store(true, Ordering::SeqCst);
+    w.store.set_down(true);
     let again = envelope("T2", None, "EvGone2", json!({"type": "app_uninstalled"}));
     assert_eq!(
         deliver(&w, &again).await.status(),
@@ -747,34 +622,4 @@ async fn the_builder_wants_exactly_one_credential_source() {
     assert!(adapter.identity().await.is_err());
     assert!(adapter.client_for(&"T1".into()).await.is_err());
     assert!(!adapter.client().has_token());
-
-    let short_secret = SlackOAuth::builder()
-        .client_id("1.2")
-        .client_secret("s")
-        .state_secret("short")
-        .scopes(["chat:write"])
-        .installations(Arc::clone(&store))
-        .build();
-    assert!(matches!(short_secret, Err(BuildError::OAuth(_))));
-    let no_scopes = SlackOAuth::builder()
-        .client_id("1.2")
-        .client_secret("s")
-        .state_secret(STATE_SECRET)
-        .installations(store)
-        .build();
-    assert!(matches!(no_scopes, Err(BuildError::OAuth(_))));
-}
-
-#[tokio::test]
-async fn the_install_link_names_the_app_scopes_and_redirect() {
-    let w = world().await;
-    let (url, nonce) = w.oauth.authorize().unwrap();
-    let url = reqwest::Url::parse(&url).unwrap();
-    let q: std::collections::HashMap<_, _> = url.query_pairs().into_owned().collect();
-    assert_eq!(q["client_id"], FakeSlackOAuth::CLIENT_ID);
-    assert_eq!(q["scope"], "app_mentions:read,chat:write");
-    assert_eq!(q["redirect_uri"], REDIRECT);
-    assert!(q["state"].contains(&nonce));
-    assert!(!format!("{:?}", w.oauth).contains(FakeSlackOAuth::CLIENT_SECRET));
-    assert!(!format!("{:?}", w.oauth).contains(STATE_SECRET));
 }

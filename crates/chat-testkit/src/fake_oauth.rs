@@ -10,6 +10,7 @@
 //! exchanges the code for that workspace's tokens, which the fake also knows
 //! on its identity endpoint (Slack `auth.test`, Linear's GraphQL `viewer`).
 
+use base64::Engine as _;
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
@@ -794,24 +795,7 @@ fn with_query(base: &str, pairs: &[(&str, &str)]) -> String {
 }
 
 fn base64(input: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in input.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-        for (i, shift) in [18u32, 12, 6, 0].into_iter().enumerate() {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> shift) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    base64::engine::general_purpose::STANDARD.encode(input)
 }
 
 #[cfg(test)]

@@ -19,6 +19,10 @@
 //! * [`FakeSlackOAuth`], [`FakeLinearOAuth`]: the platforms' OAuth install
 //!   endpoints (authorize, token exchange and refresh, and the identity of a
 //!   token), with workspaces that approve installs, for install-flow tests.
+//! * [`install_flow`]: the install-flow conformance suite. A platform's
+//!   OAuth provider is correct when chat-installations' flow passes every
+//!   case with it; each platform's tests run it with
+//!   [`install_flow_conformance!`].
 //!
 //! ```
 //! use chat_core::{Concurrency, Decision};
@@ -43,7 +47,9 @@ mod fake_linear;
 mod fake_oauth;
 mod fake_slack;
 mod faulty;
+mod flaky_installations;
 mod harness;
+pub mod install_flow;
 mod server;
 
 pub use adapter::{SIGNATURE_HEADER, ScriptedAdapter};
@@ -54,6 +60,7 @@ pub use fake_oauth::{
 };
 pub use fake_slack::{FakeSlack, RetryAfter, SlackCall, SlackReply};
 pub use faulty::{Fault, FaultyState, Op};
+pub use flaky_installations::FlakyInstallations;
 pub use harness::{
     Clock, Harness, expect_batch, expect_handoff_run, expect_hold, expect_run, expect_wait, ids, ok,
 };

@@ -186,11 +186,7 @@ fn ignored(reason: impl Into<String>) -> Inbound {
 /// A stable id for deliveries that carry none: a digest of the signed body.
 fn body_id(raw: &[u8]) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, raw);
-    let mut id = String::from("body-");
-    for b in digest.as_ref().iter().take(16) {
-        id.push_str(&format!("{b:02x}"));
-    }
-    id
+    format!("body-{}", hex::encode(&digest.as_ref()[..16]))
 }
 
 /// An author from a message's `user` / `bot_id` / `subtype`.

@@ -1,6 +1,5 @@
 //! The OAuth `state` parameter of an install flow: signed, expiring, and bound
-//! to the browser that started the install. Shared by the Slack and Linear
-//! adapters' install flows.
+//! to the browser that started the install.
 //!
 //! ```text
 //! state  = {expires, Unix seconds}.{nonce, 32 hex}.{HMAC-SHA256, 64 hex}
@@ -23,7 +22,7 @@ const VERSION: &str = "v1";
 /// Why a `state` was refused. Names the failure, never the value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum StateError {
+pub enum StateRefusal {
     /// The callback has no `state`.
     #[error("the callback has no state")]
     Missing,
@@ -43,7 +42,7 @@ pub enum StateError {
 pub struct StateSigner {
     key: hmac::Key,
     ttl: Duration,
-    platform: &'static str,
+    platform: String,
     random: SystemRandom,
 }
 
@@ -67,11 +66,11 @@ pub struct Issued {
 impl StateSigner {
     /// A signer with `secret`, whose states live `ttl`, for `platform` (part of
     /// what is signed, so a Slack state never opens a Linear install).
-    pub fn new(secret: &[u8], ttl: Duration, platform: &'static str) -> Self {
+    pub fn new(secret: &[u8], ttl: Duration, platform: &str) -> Self {
         Self {
             key: hmac::Key::new(hmac::HMAC_SHA256, secret),
             ttl,
-            platform,
+            platform: platform.to_owned(),
             random: SystemRandom::new(),
         }
     }
@@ -92,11 +91,11 @@ impl StateSigner {
     pub fn issue(&self, now: SystemTime) -> Option<Issued> {
         let mut bytes = [0u8; NONCE_LEN];
         self.random.fill(&mut bytes).ok()?;
-        let nonce = hex(&bytes);
+        let nonce = hex::encode(bytes);
         let expires = unix_secs(now).saturating_add(self.ttl.as_secs().max(1));
         let tag = hmac::sign(&self.key, self.signed(expires, &nonce).as_bytes());
         Some(Issued {
-            state: format!("{expires}.{nonce}.{}", hex(tag.as_ref())),
+            state: format!("{expires}.{nonce}.{}", hex::encode(tag.as_ref())),
             nonce,
         })
     }
@@ -108,12 +107,14 @@ impl StateSigner {
         state: Option<&str>,
         now: SystemTime,
         cookie_nonce: Option<Option<&str>>,
-    ) -> Result<String, StateError> {
-        let state = state.filter(|s| !s.is_empty()).ok_or(StateError::Missing)?;
+    ) -> Result<String, StateRefusal> {
+        let state = state
+            .filter(|s| !s.is_empty())
+            .ok_or(StateRefusal::Missing)?;
         let mut parts = state.splitn(3, '.');
         let (Some(expires), Some(nonce), Some(mac)) = (parts.next(), parts.next(), parts.next())
         else {
-            return Err(StateError::Invalid);
+            return Err(StateRefusal::Invalid);
         };
         let well_formed = !expires.is_empty()
             && expires.len() <= 20
@@ -121,19 +122,19 @@ impl StateSigner {
             && nonce.len() == NONCE_LEN * 2
             && nonce.bytes().all(|b| b.is_ascii_hexdigit());
         if !well_formed {
-            return Err(StateError::Invalid);
+            return Err(StateRefusal::Invalid);
         }
-        let expires_at: u64 = expires.parse().map_err(|_| StateError::Invalid)?;
-        let mac = unhex(mac).ok_or(StateError::Invalid)?;
+        let expires_at: u64 = expires.parse().map_err(|_| StateRefusal::Invalid)?;
+        let mac = hex::decode(mac).map_err(|_| StateRefusal::Invalid)?;
         hmac::verify(&self.key, self.signed(expires_at, nonce).as_bytes(), &mac)
-            .map_err(|_| StateError::Invalid)?;
+            .map_err(|_| StateRefusal::Invalid)?;
         if unix_secs(now) > expires_at {
-            return Err(StateError::Expired);
+            return Err(StateRefusal::Expired);
         }
         if let Some(cookie) = cookie_nonce
             && cookie != Some(nonce)
         {
-            return Err(StateError::NotThisBrowser);
+            return Err(StateRefusal::NotThisBrowser);
         }
         Ok(nonce.to_owned())
     }
@@ -141,26 +142,6 @@ impl StateSigner {
 
 fn unix_secs(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0x0f)]));
-    }
-    out
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 /// The value of cookie `name` in the request's `Cookie` headers, if any.
@@ -202,9 +183,9 @@ mod tests {
         );
         assert_eq!(
             s.check(Some(&issued.state), at(1_601), None),
-            Err(StateError::Expired)
+            Err(StateRefusal::Expired)
         );
-        assert_eq!(s.check(None, at(1_000), None), Err(StateError::Missing));
+        assert_eq!(s.check(None, at(1_000), None), Err(StateRefusal::Missing));
         assert_eq!(
             s.check(
                 Some(&issued.state),
@@ -215,7 +196,7 @@ mod tests {
         );
         assert_eq!(
             s.check(Some(&issued.state), at(1_000), Some(None)),
-            Err(StateError::NotThisBrowser)
+            Err(StateRefusal::NotThisBrowser)
         );
     }
 
@@ -228,18 +209,18 @@ mod tests {
         let extended = format!("9999999999.{rest}");
         assert_eq!(
             s.check(Some(&extended), at(1_000), None),
-            Err(StateError::Invalid)
+            Err(StateRefusal::Invalid)
         );
         let other_key = StateSigner::new(b"another-secret-here", Duration::from_secs(600), "slack");
         assert_eq!(
             other_key.check(Some(&issued.state), at(1_000), None),
-            Err(StateError::Invalid)
+            Err(StateRefusal::Invalid)
         );
         let other_platform =
             StateSigner::new(b"secret-secret-secret", Duration::from_secs(600), "linear");
         assert_eq!(
             other_platform.check(Some(&issued.state), at(1_000), None),
-            Err(StateError::Invalid)
+            Err(StateRefusal::Invalid)
         );
         for junk in [
             "",
