@@ -18,7 +18,7 @@
 //! use chat_testkit::EventBuilder;
 //! use chat_core::{Platform, ThreadRef};
 //!
-//! let thread = ThreadRef::new(Platform::Slack, "T1", "C1", "1.0");
+//! let thread = ThreadRef::new(Platform::SLACK, "T1", "C1", "1.0");
 //! let b = EventBuilder::new(thread.clone()).id("b").mention("<@U0BOT> second").build();
 //! let a = std::sync::Arc::new(EventBuilder::new(thread).id("a").message("first").build());
 //! assert_eq!(echo_text(&b, &[a]), "echo: first | second");

@@ -7,7 +7,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::request::Parts;
 use axum::routing::get;
-use chat_core::{InstallationStore, StateBackend};
+use chat_core::{InstallationStore, KvStore};
 use chat_installations::{KeyRing, KvInstallations};
 use chat_runtime::BoxError;
 use chat_slack::{SlackAdapter, SlackOAuth, SlackOAuthProvider};
@@ -32,9 +32,9 @@ pub struct Slack {
 /// The Slack adapter, or `None` (and a log line saying why) when
 /// `SLACK_SIGNING_SECRET` is not set, or `SLACK_BOT_TOKEN` outside
 /// installation mode. In installation mode (`--installations`) the
-/// installations are kept with [`KvInstallations`] on `state` under
+/// installations are kept with [`KvInstallations`] on `kv` under
 /// `INSTALLATION_KEYS`; an `Err` names a missing or invalid setting.
-pub fn adapter(args: &Args, state: &Arc<dyn StateBackend>) -> Result<Option<Slack>, BoxError> {
+pub fn adapter(args: &Args, kv: &Arc<dyn KvStore>) -> Result<Option<Slack>, BoxError> {
     let Some(secret) = &args.slack_signing_secret else {
         tracing::warn!("Slack is not mounted: SLACK_SIGNING_SECRET is not set");
         return Ok(None);
@@ -76,7 +76,7 @@ pub fn adapter(args: &Args, state: &Arc<dyn StateBackend>) -> Result<Option<Slac
     if args.slack_bot_user_id.is_some() {
         tracing::warn!("installation mode: SLACK_BOT_USER_ID is not used");
     }
-    let store: Arc<dyn InstallationStore> = Arc::new(KvInstallations::new(Arc::clone(state), keys));
+    let store: Arc<dyn InstallationStore> = Arc::new(KvInstallations::new(Arc::clone(kv), keys));
     let adapter = b.installations(Arc::clone(&store)).build()?;
     let oauth = match (&args.slack_client_id, &args.slack_client_secret) {
         (Some(id), Some(client_secret)) => Some(Arc::new(oauth(args, id, client_secret, store)?)),

@@ -10,6 +10,7 @@ use crate::id::{DedupeKey, EventId, Platform, TenantId, ThreadRef};
 
 /// One event delivered by a platform, normalized.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Event {
     /// The platform's id of this delivery (Slack `event_id`, Linear `Linear-Delivery`).
     pub id: EventId,
@@ -63,6 +64,58 @@ mod raw_body {
 }
 
 impl Event {
+    /// An event as an adapter builds it: received now (`received_at_ms` 0 until
+    /// set), first attempt, no retry reason, no raw body.
+    ///
+    /// ```
+    /// use chat_core::{Author, Event, EventKind, Message, Platform, ThreadRef};
+    ///
+    /// let thread = ThreadRef::new(Platform::SLACK, "T1", "C1", "1.0");
+    /// let hello = Message::new("1.0", Author::new("U1"), "hello").with_mention(true);
+    /// let event = Event::new("Ev1", "C1:1.0", thread, EventKind::Message(hello))
+    ///     .with_received_at_ms(1_700_000_000_000);
+    /// assert_eq!(event.text(), Some("hello"));
+    /// ```
+    pub fn new(
+        id: impl Into<EventId>,
+        dedupe_key: impl Into<String>,
+        thread: ThreadRef,
+        kind: EventKind,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            dedupe_key: DedupeKey::new(dedupe_key),
+            thread,
+            received_at_ms: 0,
+            attempt: 0,
+            retry_reason: None,
+            kind,
+            raw: Bytes::new(),
+        }
+    }
+
+    /// Sets when the runtime received the event (ms since the Unix epoch).
+    #[must_use]
+    pub fn with_received_at_ms(mut self, ms: u64) -> Self {
+        self.received_at_ms = ms;
+        self
+    }
+
+    /// Sets the platform's delivery attempt and, when it says, why it retried.
+    #[must_use]
+    pub fn with_attempt(mut self, attempt: u32, retry_reason: Option<String>) -> Self {
+        self.attempt = attempt;
+        self.retry_reason = retry_reason;
+        self
+    }
+
+    /// Sets the raw, signed request body.
+    #[must_use]
+    pub fn with_raw(mut self, raw: Bytes) -> Self {
+        self.raw = raw;
+        self
+    }
+
     /// The platform the event came from.
     pub fn platform(&self) -> Platform {
         self.thread.platform
@@ -130,6 +183,7 @@ pub enum EventKind {
 
 /// Who did something.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Author {
     /// The platform's user id (Slack `U…`, Linear user id). Empty when unknown.
     pub id: String,
@@ -144,8 +198,40 @@ pub struct Author {
     pub is_me: bool,
 }
 
+impl Author {
+    /// A human author with a platform user id (empty when unknown).
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the display name.
+    #[must_use]
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Marks the author as a bot or app (or not).
+    #[must_use]
+    pub fn with_bot(mut self, is_bot: bool) -> Self {
+        self.is_bot = is_bot;
+        self
+    }
+
+    /// Marks the author as this bot itself (or not).
+    #[must_use]
+    pub fn with_me(mut self, is_me: bool) -> Self {
+        self.is_me = is_me;
+        self
+    }
+}
+
 /// A chat message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Message {
     /// The platform's message id (Slack `ts`, Linear comment or activity id).
     pub id: String,
@@ -163,6 +249,41 @@ pub struct Message {
     pub is_dm: bool,
 }
 
+impl Message {
+    /// A newly posted message that neither mentions the bot nor is a DM.
+    pub fn new(id: impl Into<String>, author: Author, text: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            author,
+            text: text.into(),
+            change: MessageChange::Posted,
+            is_mention: false,
+            is_dm: false,
+        }
+    }
+
+    /// Sets whether the message is new, edited or deleted.
+    #[must_use]
+    pub fn with_change(mut self, change: MessageChange) -> Self {
+        self.change = change;
+        self
+    }
+
+    /// Sets whether the bot was @-mentioned.
+    #[must_use]
+    pub fn with_mention(mut self, is_mention: bool) -> Self {
+        self.is_mention = is_mention;
+        self
+    }
+
+    /// Sets whether the message is a direct message to the bot.
+    #[must_use]
+    pub fn with_dm(mut self, is_dm: bool) -> Self {
+        self.is_dm = is_dm;
+        self
+    }
+}
+
 /// Whether a message is new, edited or deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -178,6 +299,7 @@ pub enum MessageChange {
 
 /// A reaction added to or removed from a message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Reaction {
     /// The emoji name, without colons.
     pub emoji: String,
@@ -189,8 +311,26 @@ pub struct Reaction {
     pub message_id: String,
 }
 
+impl Reaction {
+    /// `user` added (`added`) or removed `emoji` on message `message_id`.
+    pub fn new(
+        emoji: impl Into<String>,
+        added: bool,
+        user: Author,
+        message_id: impl Into<String>,
+    ) -> Self {
+        Self {
+            emoji: emoji.into(),
+            added,
+            user,
+            message_id: message_id.into(),
+        }
+    }
+}
+
 /// A click on an interactive component.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Action {
     /// The component's `action_id`.
     pub action_id: String,
@@ -207,8 +347,43 @@ pub struct Action {
     pub trigger_id: Option<String>,
 }
 
+impl Action {
+    /// A click by `user` on the component `action_id`, with no value.
+    pub fn new(action_id: impl Into<String>, user: Author) -> Self {
+        Self {
+            action_id: action_id.into(),
+            value: None,
+            user,
+            response_url: None,
+            trigger_id: None,
+        }
+    }
+
+    /// Sets the selected or submitted value.
+    #[must_use]
+    pub fn with_value(mut self, value: impl Into<String>) -> Self {
+        self.value = Some(value.into());
+        self
+    }
+
+    /// Sets where follow-ups go (Slack `response_url`).
+    #[must_use]
+    pub fn with_response_url(mut self, url: impl Into<String>) -> Self {
+        self.response_url = Some(url.into());
+        self
+    }
+
+    /// Sets the short-lived id for opening a modal (Slack `trigger_id`).
+    #[must_use]
+    pub fn with_trigger_id(mut self, trigger_id: impl Into<String>) -> Self {
+        self.trigger_id = Some(trigger_id.into());
+        self
+    }
+}
+
 /// A slash command invocation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SlashCommand {
     /// The command, with its slash (`/echo`).
     pub command: String,
@@ -224,8 +399,36 @@ pub struct SlashCommand {
     pub trigger_id: Option<String>,
 }
 
+impl SlashCommand {
+    /// `user` invoked `command` (with its slash) followed by `text`.
+    pub fn new(command: impl Into<String>, text: impl Into<String>, user: Author) -> Self {
+        Self {
+            command: command.into(),
+            text: text.into(),
+            user,
+            response_url: None,
+            trigger_id: None,
+        }
+    }
+
+    /// Sets where follow-ups go (Slack `response_url`).
+    #[must_use]
+    pub fn with_response_url(mut self, url: impl Into<String>) -> Self {
+        self.response_url = Some(url.into());
+        self
+    }
+
+    /// Sets the short-lived id for opening a modal (Slack `trigger_id`).
+    #[must_use]
+    pub fn with_trigger_id(mut self, trigger_id: impl Into<String>) -> Self {
+        self.trigger_id = Some(trigger_id.into());
+        self
+    }
+}
+
 /// A modal that was submitted or closed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Modal {
     /// The view's `callback_id`.
     pub callback_id: String,
@@ -238,8 +441,28 @@ pub struct Modal {
     pub values: serde_json::Value,
 }
 
+impl Modal {
+    /// The view `view_id` with callback `callback_id`, by `user`, with no values.
+    pub fn new(callback_id: impl Into<String>, view_id: impl Into<String>, user: Author) -> Self {
+        Self {
+            callback_id: callback_id.into(),
+            view_id: view_id.into(),
+            user,
+            values: serde_json::Value::Null,
+        }
+    }
+
+    /// Sets the submitted state values.
+    #[must_use]
+    pub fn with_values(mut self, values: serde_json::Value) -> Self {
+        self.values = values;
+        self
+    }
+}
+
 /// A Linear agent-session event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AgentSession {
     /// The agent session's id.
     pub session_id: String,
@@ -258,6 +481,41 @@ pub struct AgentSession {
     pub user: Author,
 }
 
+impl AgentSession {
+    /// `action` on session `session_id` by `user`, with no prompt.
+    pub fn new(session_id: impl Into<String>, action: AgentSessionAction, user: Author) -> Self {
+        Self {
+            session_id: session_id.into(),
+            action,
+            text: None,
+            prompt_context: None,
+            activity_id: None,
+            user,
+        }
+    }
+
+    /// Sets the user's prompt.
+    #[must_use]
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.text = Some(text.into());
+        self
+    }
+
+    /// Sets Linear's prepared context for a new session.
+    #[must_use]
+    pub fn with_prompt_context(mut self, context: impl Into<String>) -> Self {
+        self.prompt_context = Some(context.into());
+        self
+    }
+
+    /// Sets the prompt's activity id.
+    #[must_use]
+    pub fn with_activity_id(mut self, id: impl Into<String>) -> Self {
+        self.activity_id = Some(id.into());
+        self
+    }
+}
+
 /// What happened to an agent session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -273,12 +531,23 @@ pub enum AgentSessionAction {
 
 /// A platform event the normalized model does not cover.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct OtherEvent {
     /// The platform's name for the event (`app_home_opened`, `member_joined_channel`, …).
     pub name: String,
     /// The event's JSON, as the platform sent it.
     #[serde(default)]
     pub data: serde_json::Value,
+}
+
+impl OtherEvent {
+    /// The platform event `name` with its JSON.
+    pub fn new(name: impl Into<String>, data: serde_json::Value) -> Self {
+        Self {
+            name: name.into(),
+            data,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -289,7 +558,7 @@ mod tests {
         Event {
             id: EventId::new("Ev1"),
             dedupe_key: DedupeKey::new("C1:1.0"),
-            thread: ThreadRef::new(Platform::Slack, "T1", "C1", "1.0"),
+            thread: ThreadRef::new(Platform::SLACK, "T1", "C1", "1.0"),
             received_at_ms: 1_700_000_000_000,
             attempt: 1,
             retry_reason: Some("http_timeout".into()),

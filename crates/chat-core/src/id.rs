@@ -4,33 +4,165 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// A chat platform the runtime can talk to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum Platform {
-    /// Slack (Events API, slash commands, interactivity).
-    Slack,
-    /// Linear (agent sessions, comment threads).
-    Linear,
-    /// A platform used only by tests (`chat-testkit`'s scripted adapter).
-    Test,
-}
+/// Which chat platform an event came from and a reply goes to.
+///
+/// An open, `Copy` identifier: a lowercase name of 1–32 characters from `a-z`,
+/// `0-9`, `-` and `_`, used in state keys, logs and outcomes. The two built-in
+/// platforms have constants; an adapter for any other platform names its own with
+/// [`Platform::new`] in a `const`, without touching this crate:
+///
+/// ```
+/// use chat_core::Platform;
+///
+/// const DISCORD: Platform = Platform::new("discord");
+/// assert_eq!(DISCORD.as_str(), "discord");
+/// assert_ne!(DISCORD, Platform::SLACK);
+/// assert_eq!(Platform::parse("discord"), Ok(DISCORD));
+/// ```
+///
+/// Names read back from storage ([`Platform::parse`], `Deserialize`) are interned
+/// once per distinct name, so the type stays `Copy` and compares by content.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Platform(&'static str);
 
 impl Platform {
+    /// Slack (Events API, slash commands, interactivity).
+    pub const SLACK: Self = Self::new("slack");
+    /// Linear (agent sessions, comment threads).
+    pub const LINEAR: Self = Self::new("linear");
+
+    /// The longest accepted name.
+    pub const MAX_LEN: usize = 32;
+
+    /// Names a platform. Meant for constants: an invalid name (empty, longer than
+    /// [`Platform::MAX_LEN`], or with a character outside `a-z0-9-_`) fails to
+    /// compile there, and panics if called at run time — use [`Platform::parse`]
+    /// for names that come from input.
+    pub const fn new(name: &'static str) -> Self {
+        match check(name) {
+            Ok(()) => Self(name),
+            Err(_) => panic!("a platform name is 1-32 characters of a-z, 0-9, '-' or '_'"),
+        }
+    }
+
+    /// Reads a platform name, e.g. one stored by a state backend.
+    ///
+    /// # Errors
+    /// [`InvalidPlatform`] when the name breaks the rules of [`Platform::new`], or
+    /// when this process has already interned [`MAX_INTERNED`] distinct names.
+    pub fn parse(name: &str) -> Result<Self, InvalidPlatform> {
+        for known in [Self::SLACK, Self::LINEAR] {
+            if known.0 == name {
+                return Ok(known);
+            }
+        }
+        check(name)?;
+        interned(name).map(Self)
+    }
+
     /// The stable lowercase name, used in state keys and logs.
     pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Slack => "slack",
-            Self::Linear => "linear",
-            Self::Test => "test",
+        self.0
+    }
+}
+
+/// How many distinct platform names [`Platform::parse`] keeps per process.
+pub const MAX_INTERNED: usize = 256;
+
+/// A platform name that [`Platform::parse`] refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidPlatform {
+    /// Empty, or longer than [`Platform::MAX_LEN`].
+    #[error("a platform name has 1 to 32 characters")]
+    Length,
+    /// A character outside `a-z`, `0-9`, `-`, `_`.
+    #[error("a platform name uses only a-z, 0-9, '-' and '_'")]
+    Character,
+    /// [`MAX_INTERNED`] distinct names are already known to this process.
+    #[error("too many distinct platform names")]
+    TooMany,
+}
+
+const fn check(name: &str) -> Result<(), InvalidPlatform> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes.len() > Platform::MAX_LEN {
+        return Err(InvalidPlatform::Length);
+    }
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' => {}
+            _ => return Err(InvalidPlatform::Character),
         }
+        i += 1;
+    }
+    Ok(())
+}
+
+fn interned(name: &str) -> Result<&'static str, InvalidPlatform> {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(&known) = names.get(name) {
+        return Ok(known);
+    }
+    if names.len() >= MAX_INTERNED {
+        return Err(InvalidPlatform::TooMany);
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(leaked);
+    Ok(leaked)
+}
+
+impl fmt::Debug for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Platform({:?})", self.0)
     }
 }
 
 impl fmt::Display for Platform {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.0)
+    }
+}
+
+impl std::str::FromStr for Platform {
+    type Err = InvalidPlatform;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl Serialize for Platform {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Platform {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name;
+
+        impl serde::de::Visitor<'_> for Name {
+            type Value = Platform;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a platform name")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Platform, E> {
+                Platform::parse(name).map_err(E::custom)
+            }
+        }
+
+        deserializer.deserialize_str(Name)
     }
 }
 
@@ -91,6 +223,7 @@ string_id! {
 /// Slack: `(team, channel, thread_ts ?? ts)`. Linear: an agent session, or an issue's
 /// comment thread. `thread` is empty for channel-level events (slash commands).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ThreadRef {
     /// The platform the conversation lives on.
     pub platform: Platform,
@@ -249,8 +382,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn platforms_compare_by_name_and_round_trip_through_serde() {
+        const SCRIPTED: Platform = Platform::new("scripted");
+        let parsed: Platform = serde_json::from_str("\"scripted\"").unwrap();
+        assert_eq!(parsed, SCRIPTED);
+        assert_eq!(
+            serde_json::to_string(&Platform::LINEAR).unwrap(),
+            "\"linear\""
+        );
+        assert_eq!(Platform::parse("slack"), Ok(Platform::SLACK));
+        assert_eq!(Platform::parse(""), Err(InvalidPlatform::Length));
+        assert_eq!(
+            Platform::parse(&"a".repeat(33)),
+            Err(InvalidPlatform::Length)
+        );
+        assert_eq!(Platform::parse("Slack"), Err(InvalidPlatform::Character));
+        assert_eq!(Platform::parse("a:b"), Err(InvalidPlatform::Character));
+        assert!(serde_json::from_str::<Platform>("\"a b\"").is_err());
+    }
+
+    #[test]
+    fn parsing_the_same_name_twice_interns_it_once() {
+        let a = Platform::parse("interned-once").unwrap();
+        let b = Platform::parse("interned-once").unwrap();
+        assert!(std::ptr::eq(a.as_str(), b.as_str()));
+    }
+
+    #[test]
     fn thread_and_channel_scopes_share_a_tag_but_differ() {
-        let t = ThreadRef::new(Platform::Slack, "T1", "C1", "1.0");
+        let t = ThreadRef::new(Platform::SLACK, "T1", "C1", "1.0");
         let thread = t.thread_scope();
         let channel = t.channel_scope();
         assert_ne!(thread, channel);
@@ -261,8 +421,8 @@ mod tests {
 
     #[test]
     fn tenants_never_share_a_scope() {
-        let a = ThreadRef::new(Platform::Slack, "T1", "C1", "1.0").thread_scope();
-        let b = ThreadRef::new(Platform::Slack, "T2", "C1", "1.0").thread_scope();
+        let a = ThreadRef::new(Platform::SLACK, "T1", "C1", "1.0").thread_scope();
+        let b = ThreadRef::new(Platform::SLACK, "T2", "C1", "1.0").thread_scope();
         assert_ne!(a, b);
         assert_ne!(a.tag(), b.tag());
     }

@@ -10,7 +10,7 @@
 //! ```
 //! use chat_core::{Installation, Platform, Secret, TenantId};
 //!
-//! let installation = Installation::new(Platform::Slack, "T061EG9R6", Secret::new("xoxb-1-2-3"))
+//! let installation = Installation::new(Platform::SLACK, "T061EG9R6", Secret::new("xoxb-1-2-3"))
 //!     .with_bot_user_id("U0LAN0Z89")
 //!     .with_bot_id("B0LAN0Z89")
 //!     .with_scopes(["app_mentions:read", "chat:write"]);
@@ -354,7 +354,7 @@ mod tests {
 
     #[test]
     fn debug_never_shows_tokens() {
-        let i = Installation::new(Platform::Linear, "org-1", Secret::new("lin_oauth_secret"))
+        let i = Installation::new(Platform::LINEAR, "org-1", Secret::new("lin_oauth_secret"))
             .with_refresh(Some(Secret::new("lin_refresh_secret")), Some(10));
         let shown = format!("{i:?} {} {:?}", i.access_token, i.refresh_token);
         assert!(!shown.contains("lin_oauth_secret"));
@@ -364,7 +364,7 @@ mod tests {
 
     #[test]
     fn installations_round_trip_and_know_their_bot() {
-        let i = Installation::new(Platform::Slack, "E1", Secret::new("xoxb-1"))
+        let i = Installation::new(Platform::SLACK, "E1", Secret::new("xoxb-1"))
             .with_bot_user_id("U1")
             .with_bot_id("B1")
             .with_enterprise("E1", true)
@@ -377,12 +377,12 @@ mod tests {
 
     #[test]
     fn expiry_is_judged_with_a_margin() {
-        let i = Installation::new(Platform::Linear, "o", Secret::new("t"))
+        let i = Installation::new(Platform::LINEAR, "o", Secret::new("t"))
             .with_refresh(None, Some(1_000));
         assert!(!i.expires_within(0, 500));
         assert!(i.expires_within(600, 500));
         assert!(i.expires_within(2_000, 0));
-        let forever = Installation::new(Platform::Linear, "o", Secret::new("t"));
+        let forever = Installation::new(Platform::LINEAR, "o", Secret::new("t"));
         assert!(!forever.expires_within(u64::MAX, u64::MAX));
     }
 }

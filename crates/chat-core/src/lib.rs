@@ -14,33 +14,24 @@
 //! * **Adapters** ([`adapter`]): [`PlatformAdapter`] and the [`Verdict`]s it answers.
 //! * **Installations** ([`installation`]): [`Installation`] and the
 //!   [`InstallationStore`] contract, for a bot installed in many workspaces.
+//! * **Key-value** ([`kv`]): [`KvStore`], a small store with expiry that
+//!   installations and caches keep their entries in.
 //!
 //! ```
 //! use std::sync::Arc;
-//! use chat_core::{
-//!     AdmitRequest, Author, Concurrency, DedupeKey, Event, EventId, EventKind, Message,
-//!     MessageChange, Platform, ThreadRef,
-//! };
+//! use chat_core::{AdmitRequest, Author, Concurrency, Event, EventKind, Message, Platform, ThreadRef};
 //!
-//! let thread = ThreadRef::new(Platform::Slack, "T024BE7LD", "C2147483705", "1355517523.000005");
-//! let event = Event {
-//!     id: EventId::new("Ev0PV52K21"),
+//! let thread = ThreadRef::new(Platform::SLACK, "T024BE7LD", "C2147483705", "1355517523.000005");
+//! let text = "<@U0LAN0Z89> is it everything a river should be?";
+//! let message = Message::new("1355517523.000005", Author::new("U2147483697"), text)
+//!     .with_mention(true);
+//! let event = Event::new(
+//!     "Ev0PV52K21",
 //!     // The user's action, not the delivery: both twins of one post share it.
-//!     dedupe_key: DedupeKey::new("C2147483705:1355517523.000005"),
-//!     thread: thread.clone(),
-//!     received_at_ms: 0,
-//!     attempt: 0,
-//!     retry_reason: None,
-//!     kind: EventKind::Message(Message {
-//!         id: "1355517523.000005".into(),
-//!         author: Author { id: "U2147483697".into(), ..Author::default() },
-//!         text: "<@U0LAN0Z89> is it everything a river should be?".into(),
-//!         change: MessageChange::Posted,
-//!         is_mention: true,
-//!         is_dm: false,
-//!     }),
-//!     raw: Default::default(),
-//! };
+//!     "C2147483705:1355517523.000005",
+//!     thread.clone(),
+//!     EventKind::Message(message),
+//! );
 //!
 //! // What the runtime asks a state backend on the ack path:
 //! let request = AdmitRequest::new(event, thread.thread_scope(), Concurrency::queue());
@@ -57,6 +48,7 @@ pub mod error;
 pub mod event;
 pub mod id;
 pub mod installation;
+pub mod kv;
 pub mod state;
 
 pub use adapter::{
@@ -72,10 +64,14 @@ pub use event::{
     Action, AgentSession, AgentSessionAction, Author, Event, EventKind, Message, MessageChange,
     Modal, OtherEvent, Reaction, SlashCommand,
 };
-pub use id::{DedupeKey, EventId, Platform, ScopeKey, ScopePart, ScopeTag, TenantId, ThreadRef};
+pub use id::{
+    DedupeKey, EventId, InvalidPlatform, Platform, ScopeKey, ScopePart, ScopeTag, TenantId,
+    ThreadRef,
+};
 pub use installation::{Installation, InstallationError, InstallationStore, Secret};
+pub use kv::{KvStore, SetMode};
 pub use state::{
     Admission, AdmitRequest, Batch, CancelOutcome, CancelRequest, Decision, DropReason, Fate, Gate,
-    Handoff, Lease, LeaseKind, LeaseToken, Recovered, Release, Renewal, Report, SetMode, SlotGrant,
+    Handoff, Lease, LeaseKind, LeaseToken, Recovered, Release, Renewal, Report, SlotGrant,
     StateBackend, Waiting,
 };

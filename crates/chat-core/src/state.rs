@@ -62,7 +62,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use rand::RngCore;
 
 use crate::concurrency::Concurrency;
@@ -586,19 +585,8 @@ pub enum CancelOutcome {
     NoHolder,
 }
 
-/// How a [`StateBackend::kv_set`] writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum SetMode {
-    /// Always write.
-    #[default]
-    Always,
-    /// Write only if the key is absent.
-    IfAbsent,
-}
-
 /// Shared state for the runtime: deduplication, leases, in-flight and waiting
-/// entries, slots, subscriptions and a small KV. Object-safe: the runtime holds
+/// entries, slots and subscriptions. Object-safe: the runtime holds
 /// an `Arc<dyn StateBackend>`.
 ///
 /// Every method is one atomic step, and every method that changes the protocol's
@@ -713,22 +701,6 @@ pub trait StateBackend: Send + Sync + 'static {
 
     /// Whether the thread is subscribed.
     async fn is_subscribed(&self, thread: &ThreadRef) -> Result<bool, StateError>;
-
-    /// Reads a KV entry.
-    async fn kv_get(&self, key: &str) -> Result<Option<Bytes>, StateError>;
-
-    /// Writes a KV entry, with an optional TTL. Returns whether it was written
-    /// (always `true` under [`SetMode::Always`]).
-    async fn kv_set(
-        &self,
-        key: &str,
-        value: Bytes,
-        ttl: Option<Duration>,
-        mode: SetMode,
-    ) -> Result<bool, StateError>;
-
-    /// Deletes a KV entry; returns whether it existed.
-    async fn kv_delete(&self, key: &str) -> Result<bool, StateError>;
 
     /// Whether the backend answers.
     async fn health(&self) -> Result<(), StateError>;

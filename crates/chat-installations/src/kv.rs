@@ -1,4 +1,4 @@
-//! [`KvInstallations`]: installations in a [`StateBackend`]'s KV, encrypted.
+//! [`KvInstallations`]: installations in a [`KvStore`], encrypted.
 
 use std::fmt;
 use std::sync::Arc;
@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
-    Installation, InstallationError, InstallationStore, Platform, SetMode, StateBackend, TenantId,
+    Installation, InstallationError, InstallationStore, KvStore, Platform, SetMode, TenantId,
 };
 use ring::rand::SystemRandom;
 
@@ -16,7 +16,7 @@ use crate::sealed;
 /// The default prefix of the KV keys.
 pub const DEFAULT_KEY_PREFIX: &str = "installation";
 
-/// An [`InstallationStore`] on the KV of any [`StateBackend`]: with
+/// An [`InstallationStore`] on any [`KvStore`]: with
 /// `chat-state-redis`, every replica sharing the Redis sees the same
 /// installations at once.
 ///
@@ -40,7 +40,7 @@ pub struct KvInstallations {
 }
 
 struct Inner {
-    state: Arc<dyn StateBackend>,
+    kv: Arc<dyn KvStore>,
     keys: KeyRing,
     prefix: String,
     random: SystemRandom,
@@ -56,22 +56,18 @@ impl fmt::Debug for KvInstallations {
 }
 
 impl KvInstallations {
-    /// A store on `state`'s KV, sealing with `keys`, under the key prefix
+    /// A store on `kv`, sealing with `keys`, under the key prefix
     /// [`DEFAULT_KEY_PREFIX`].
-    pub fn new(state: Arc<dyn StateBackend>, keys: KeyRing) -> Self {
-        Self::with_prefix(state, keys, DEFAULT_KEY_PREFIX)
+    pub fn new(kv: Arc<dyn KvStore>, keys: KeyRing) -> Self {
+        Self::with_prefix(kv, keys, DEFAULT_KEY_PREFIX)
     }
 
     /// The same, under another KV key prefix (two bots sharing one backend
     /// and one key prefix of it).
-    pub fn with_prefix(
-        state: Arc<dyn StateBackend>,
-        keys: KeyRing,
-        prefix: impl Into<String>,
-    ) -> Self {
+    pub fn with_prefix(kv: Arc<dyn KvStore>, keys: KeyRing, prefix: impl Into<String>) -> Self {
         Self {
             inner: Arc::new(Inner {
-                state,
+                kv,
                 keys,
                 prefix: prefix.into(),
                 random: SystemRandom::new(),
@@ -92,11 +88,7 @@ impl KvInstallations {
         platform: Platform,
         tenant: &TenantId,
     ) -> Result<Option<String>, InstallationError> {
-        let stored = self
-            .inner
-            .state
-            .kv_get(&self.kv_key(platform, tenant))
-            .await?;
+        let stored = self.inner.kv.get(&self.kv_key(platform, tenant)).await?;
         Ok(stored.and_then(|s| sealed::key_id(&s)))
     }
 
@@ -113,12 +105,7 @@ impl InstallationStore for KvInstallations {
         platform: Platform,
         tenant: &TenantId,
     ) -> Result<Option<Installation>, InstallationError> {
-        let Some(stored) = self
-            .inner
-            .state
-            .kv_get(&self.kv_key(platform, tenant))
-            .await?
-        else {
+        let Some(stored) = self.inner.kv.get(&self.kv_key(platform, tenant)).await? else {
             return Ok(None);
         };
         sealed::open(&self.inner.keys, platform, tenant, &stored).map(Some)
@@ -128,8 +115,8 @@ impl InstallationStore for KvInstallations {
         check(installation)?;
         let sealed = sealed::seal(&self.inner.keys, &self.inner.random, installation)?;
         self.inner
-            .state
-            .kv_set(
+            .kv
+            .set(
                 &self.kv_key(installation.platform, &installation.tenant),
                 Bytes::from(sealed),
                 None,
@@ -144,11 +131,7 @@ impl InstallationStore for KvInstallations {
         platform: Platform,
         tenant: &TenantId,
     ) -> Result<bool, InstallationError> {
-        Ok(self
-            .inner
-            .state
-            .kv_delete(&self.kv_key(platform, tenant))
-            .await?)
+        Ok(self.inner.kv.delete(&self.kv_key(platform, tenant)).await?)
     }
 }
 

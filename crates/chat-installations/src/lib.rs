@@ -6,8 +6,8 @@
 //!
 //! * [`MemoryInstallations`]: in process memory, for tests and single
 //!   processes.
-//! * [`KvInstallations`]: on the KV of any
-//!   [`StateBackend`](chat_core::StateBackend) — with `chat-state-redis`,
+//! * [`KvInstallations`]: on any [`KvStore`](chat_core::KvStore) — with
+//!   `chat-state-redis`,
 //!   shared by every replica. Installations are encrypted at rest with
 //!   AES-256-GCM under keys from configuration, with rotation through a
 //!   [`KeyRing`]: the current key writes, every key of the ring reads.
@@ -19,7 +19,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use chat_core::{Installation, InstallationStore, Platform, Secret, StateBackend, TenantId};
+//! use chat_core::{Installation, InstallationStore, KvStore, Platform, Secret, TenantId};
 //! use chat_installations::{EncryptionKey, KeyRing, KvInstallations};
 //! use chat_state_memory::MemoryState;
 //!
@@ -27,23 +27,23 @@
 //! // In production: KeyRing::parse(&std::env::var("INSTALLATION_KEYS")?)
 //! // with keys from `openssl rand -hex 32`, and a RedisState.
 //! let keys = KeyRing::new(EncryptionKey::from_hex("2024-07", &"5e".repeat(32))?);
-//! let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
-//! let store = KvInstallations::new(Arc::clone(&state), keys);
+//! let kv: Arc<dyn KvStore> = Arc::new(MemoryState::new());
+//! let store = KvInstallations::new(Arc::clone(&kv), keys);
 //!
-//! let installation = Installation::new(Platform::Slack, "T061EG9R6", Secret::new("xoxb-17-19-pdFZ"))
+//! let installation = Installation::new(Platform::SLACK, "T061EG9R6", Secret::new("xoxb-17-19-pdFZ"))
 //!     .with_bot_user_id("U0KRQLJ9H")
 //!     .with_scopes(["app_mentions:read", "chat:write"]);
 //! store.put(&installation).await?;
 //!
 //! let tenant = TenantId::new("T061EG9R6");
-//! assert_eq!(store.get(Platform::Slack, &tenant).await?, Some(installation));
+//! assert_eq!(store.get(Platform::SLACK, &tenant).await?, Some(installation));
 //!
 //! // What the backend holds is sealed: the token is not in it.
-//! let stored = state.kv_get(&store.kv_key(Platform::Slack, &tenant)).await?.unwrap_or_default();
+//! let stored = kv.get(&store.kv_key(Platform::SLACK, &tenant)).await?.unwrap_or_default();
 //! assert!(!String::from_utf8_lossy(&stored).contains("xoxb-17-19-pdFZ"));
 //!
-//! assert!(store.delete(Platform::Slack, &tenant).await?);
-//! assert_eq!(store.get(Platform::Slack, &tenant).await?, None);
+//! assert!(store.delete(Platform::SLACK, &tenant).await?);
+//! assert_eq!(store.get(Platform::SLACK, &tenant).await?, None);
 //! # Ok::<_, Box<dyn std::error::Error>>(()) }).unwrap();
 //! ```
 //!

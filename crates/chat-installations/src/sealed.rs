@@ -141,20 +141,20 @@ mod tests {
     fn sealed_records_open_only_for_their_tenant() {
         let keys = ring("k1", 7);
         let random = SystemRandom::new();
-        let i = Installation::new(Platform::Slack, "T1", Secret::new("xoxb-secret"));
+        let i = Installation::new(Platform::SLACK, "T1", Secret::new("xoxb-secret"));
         let sealed = seal(&keys, &random, &i).unwrap();
         assert!(!String::from_utf8_lossy(&sealed).contains("xoxb-secret"));
         assert_eq!(key_id(&sealed).as_deref(), Some("k1"));
         assert_eq!(
-            open(&keys, Platform::Slack, &"T1".into(), &sealed).unwrap(),
+            open(&keys, Platform::SLACK, &"T1".into(), &sealed).unwrap(),
             i
         );
         assert!(matches!(
-            open(&keys, Platform::Slack, &"T2".into(), &sealed),
+            open(&keys, Platform::SLACK, &"T2".into(), &sealed),
             Err(InstallationError::Corrupt(_))
         ));
         assert!(matches!(
-            open(&keys, Platform::Linear, &"T1".into(), &sealed),
+            open(&keys, Platform::LINEAR, &"T1".into(), &sealed),
             Err(InstallationError::Corrupt(_))
         ));
     }
@@ -163,7 +163,7 @@ mod tests {
     fn every_write_has_its_own_nonce() {
         let keys = ring("k1", 7);
         let random = SystemRandom::new();
-        let i = Installation::new(Platform::Slack, "T1", Secret::new("xoxb-secret"));
+        let i = Installation::new(Platform::SLACK, "T1", Secret::new("xoxb-secret"));
         assert_ne!(
             seal(&keys, &random, &i).unwrap(),
             seal(&keys, &random, &i).unwrap()
@@ -183,12 +183,12 @@ mod tests {
             br#"{"v":1,"kid":"k1","nonce":"000000000000000000000000","ct":""}"#,
             br#"{"v":2,"kid":"k1","nonce":"000000000000000000000000","ct":"00"}"#,
         ] {
-            assert!(open(&keys, Platform::Slack, &t, stored).is_err());
+            assert!(open(&keys, Platform::SLACK, &t, stored).is_err());
         }
         assert!(matches!(
             open(
                 &keys,
-                Platform::Slack,
+                Platform::SLACK,
                 &t,
                 br#"{"v":1,"kid":"gone","nonce":"","ct":""}"#
             ),

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use chat_core::{Installation, InstallationStore, Platform, Secret, StateBackend, TenantId};
+use chat_core::{Installation, InstallationStore, KvStore, Platform, Secret, TenantId};
 use chat_installations::{EncryptionKey, KeyRing, KvInstallations};
 use chat_state_redis::RedisState;
 
@@ -30,7 +30,7 @@ fn redis_url() -> Option<String> {
     }
 }
 
-async fn replica(url: &str, prefix: &str) -> Arc<dyn StateBackend> {
+async fn replica(url: &str, prefix: &str) -> Arc<dyn KvStore> {
     Arc::new(
         RedisState::builder()
             .url(url)
@@ -71,17 +71,17 @@ async fn replicas_share_sealed_installations_through_redis() {
     let b = KvInstallations::new(Arc::clone(&state_b), ring(("k1", 1), None));
     let tenant = TenantId::new("T1");
     let token = "xoxb-redis-secret-token";
-    let installation = Installation::new(Platform::Slack, "T1", Secret::new(token))
+    let installation = Installation::new(Platform::SLACK, "T1", Secret::new(token))
         .with_bot_user_id("UBOT")
         .with_scopes(["chat:write"]);
 
     a.put(&installation).await.unwrap();
     assert_eq!(
-        b.get(Platform::Slack, &tenant).await.unwrap(),
+        b.get(Platform::SLACK, &tenant).await.unwrap(),
         Some(installation.clone())
     );
     let stored = state_b
-        .kv_get(&b.kv_key(Platform::Slack, &tenant))
+        .get(&b.kv_key(Platform::SLACK, &tenant))
         .await
         .unwrap()
         .unwrap();
@@ -91,18 +91,18 @@ async fn replicas_share_sealed_installations_through_redis() {
     // B's writes are sealed with key 2, which A (still on key 1 only) cannot
     // read: it fails cleanly, naming the key.
     let b2 = KvInstallations::new(Arc::clone(&state_b), ring(("k2", 2), Some(("k1", 1))));
-    assert!(b2.get(Platform::Slack, &tenant).await.unwrap().is_some());
+    assert!(b2.get(Platform::SLACK, &tenant).await.unwrap().is_some());
     b2.put(&installation).await.unwrap();
     assert_eq!(
-        b2.stored_key_id(Platform::Slack, &tenant)
+        b2.stored_key_id(Platform::SLACK, &tenant)
             .await
             .unwrap()
             .as_deref(),
         Some("k2")
     );
-    let err = a.get(Platform::Slack, &tenant).await.unwrap_err();
+    let err = a.get(Platform::SLACK, &tenant).await.unwrap_err();
     assert!(err.to_string().contains("k2"), "{err}");
 
-    assert!(a.delete(Platform::Slack, &tenant).await.unwrap());
-    assert!(b2.get(Platform::Slack, &tenant).await.unwrap().is_none());
+    assert!(a.delete(Platform::SLACK, &tenant).await.unwrap());
+    assert!(b2.get(Platform::SLACK, &tenant).await.unwrap().is_none());
 }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use chat_core::{
-    Installation, InstallationError, InstallationStore, Platform, Secret, SetMode, StateBackend,
+    Installation, InstallationError, InstallationStore, KvStore, Platform, Secret, SetMode,
     TenantId,
 };
 use chat_installations::{EncryptionKey, KeyRing, KvInstallations, MemoryInstallations};
@@ -21,7 +21,7 @@ fn key(id: &str, byte: u8) -> EncryptionKey {
 
 fn installation(tenant: &str) -> Installation {
     Installation::new(
-        Platform::Slack,
+        Platform::SLACK,
         tenant,
         Secret::new(format!("{TOKEN}-{tenant}")),
     )
@@ -35,22 +35,22 @@ fn installation(tenant: &str) -> Installation {
 /// The contract every store keeps.
 async fn contract(store: &dyn InstallationStore) {
     let t1 = TenantId::new("T1");
-    assert_eq!(store.get(Platform::Slack, &t1).await.unwrap(), None);
-    assert!(!store.delete(Platform::Slack, &t1).await.unwrap());
+    assert_eq!(store.get(Platform::SLACK, &t1).await.unwrap(), None);
+    assert!(!store.delete(Platform::SLACK, &t1).await.unwrap());
 
     let first = installation("T1");
     store.put(&first).await.unwrap();
     assert_eq!(
-        store.get(Platform::Slack, &t1).await.unwrap().as_ref(),
+        store.get(Platform::SLACK, &t1).await.unwrap().as_ref(),
         Some(&first)
     );
 
     // The same tenant id on another platform is another installation.
-    assert_eq!(store.get(Platform::Linear, &t1).await.unwrap(), None);
-    let linear = Installation::new(Platform::Linear, "T1", Secret::new("lin_oauth"));
+    assert_eq!(store.get(Platform::LINEAR, &t1).await.unwrap(), None);
+    let linear = Installation::new(Platform::LINEAR, "T1", Secret::new("lin_oauth"));
     store.put(&linear).await.unwrap();
     assert_eq!(
-        store.get(Platform::Slack, &t1).await.unwrap().as_ref(),
+        store.get(Platform::SLACK, &t1).await.unwrap().as_ref(),
         Some(&first)
     );
 
@@ -58,23 +58,23 @@ async fn contract(store: &dyn InstallationStore) {
     let again = installation("T1").with_bot_user_id("U-reinstalled");
     store.put(&again).await.unwrap();
     assert_eq!(
-        store.get(Platform::Slack, &t1).await.unwrap().as_ref(),
+        store.get(Platform::SLACK, &t1).await.unwrap().as_ref(),
         Some(&again)
     );
 
     // Delete is idempotent.
-    assert!(store.delete(Platform::Slack, &t1).await.unwrap());
-    assert!(!store.delete(Platform::Slack, &t1).await.unwrap());
-    assert_eq!(store.get(Platform::Slack, &t1).await.unwrap(), None);
-    assert!(store.get(Platform::Linear, &t1).await.unwrap().is_some());
+    assert!(store.delete(Platform::SLACK, &t1).await.unwrap());
+    assert!(!store.delete(Platform::SLACK, &t1).await.unwrap());
+    assert_eq!(store.get(Platform::SLACK, &t1).await.unwrap(), None);
+    assert!(store.get(Platform::LINEAR, &t1).await.unwrap().is_some());
 
     // Nothing unusable is stored.
-    let empty_token = Installation::new(Platform::Slack, "T2", Secret::new(""));
+    let empty_token = Installation::new(Platform::SLACK, "T2", Secret::new(""));
     assert!(matches!(
         store.put(&empty_token).await,
         Err(InstallationError::Invalid(_))
     ));
-    let empty_tenant = Installation::new(Platform::Slack, "", Secret::new("xoxb"));
+    let empty_tenant = Installation::new(Platform::SLACK, "", Secret::new("xoxb"));
     assert!(matches!(
         store.put(&empty_tenant).await,
         Err(InstallationError::Invalid(_))
@@ -97,11 +97,11 @@ async fn the_kv_store_keeps_the_contract() {
 
 #[tokio::test]
 async fn stored_bytes_never_contain_a_token() {
-    let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
+    let state: Arc<dyn KvStore> = Arc::new(MemoryState::new());
     let store = KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k1", 1)));
     store.put(&installation("T1")).await.unwrap();
     let stored = state
-        .kv_get(&store.kv_key(Platform::Slack, &"T1".into()))
+        .get(&store.kv_key(Platform::SLACK, &"T1".into()))
         .await
         .unwrap()
         .expect("a record");
@@ -115,7 +115,7 @@ async fn stored_bytes_never_contain_a_token() {
 
 #[tokio::test]
 async fn installations_written_under_key_1_are_read_after_switching_to_key_2() {
-    let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
+    let state: Arc<dyn KvStore> = Arc::new(MemoryState::new());
     let t1 = TenantId::new("T1");
     let before = KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k1", 1)));
     before.put(&installation("T1")).await.unwrap();
@@ -126,12 +126,12 @@ async fn installations_written_under_key_1_are_read_after_switching_to_key_2() {
         .unwrap();
     let after = KvInstallations::new(Arc::clone(&state), ring);
     assert_eq!(
-        after.get(Platform::Slack, &t1).await.unwrap(),
+        after.get(Platform::SLACK, &t1).await.unwrap(),
         Some(installation("T1"))
     );
     assert_eq!(
         after
-            .stored_key_id(Platform::Slack, &t1)
+            .stored_key_id(Platform::SLACK, &t1)
             .await
             .unwrap()
             .as_deref(),
@@ -142,17 +142,17 @@ async fn installations_written_under_key_1_are_read_after_switching_to_key_2() {
     after.put(&installation("T2")).await.unwrap();
     assert_eq!(
         after
-            .stored_key_id(Platform::Slack, &"T2".into())
+            .stored_key_id(Platform::SLACK, &"T2".into())
             .await
             .unwrap()
             .as_deref(),
         Some("k2")
     );
-    let old = after.get(Platform::Slack, &t1).await.unwrap().unwrap();
+    let old = after.get(Platform::SLACK, &t1).await.unwrap().unwrap();
     after.put(&old).await.unwrap();
     assert_eq!(
         after
-            .stored_key_id(Platform::Slack, &t1)
+            .stored_key_id(Platform::SLACK, &t1)
             .await
             .unwrap()
             .as_deref(),
@@ -161,10 +161,10 @@ async fn installations_written_under_key_1_are_read_after_switching_to_key_2() {
 
     // With key 1 retired, everything still reads.
     let only_two = KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k2", 2)));
-    assert!(only_two.get(Platform::Slack, &t1).await.unwrap().is_some());
+    assert!(only_two.get(Platform::SLACK, &t1).await.unwrap().is_some());
     assert!(
         only_two
-            .get(Platform::Slack, &"T2".into())
+            .get(Platform::SLACK, &"T2".into())
             .await
             .unwrap()
             .is_some()
@@ -173,7 +173,7 @@ async fn installations_written_under_key_1_are_read_after_switching_to_key_2() {
 
 #[tokio::test]
 async fn a_record_under_a_retired_key_fails_cleanly() {
-    let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
+    let state: Arc<dyn KvStore> = Arc::new(MemoryState::new());
     let t1 = TenantId::new("T1");
     KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k1", 1)))
         .put(&installation("T1"))
@@ -181,33 +181,33 @@ async fn a_record_under_a_retired_key_fails_cleanly() {
         .unwrap();
 
     let only_two = KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k2", 2)));
-    match only_two.get(Platform::Slack, &t1).await {
+    match only_two.get(Platform::SLACK, &t1).await {
         Err(InstallationError::MissingKey { key_id }) => assert_eq!(key_id, "k1"),
         other => panic!("expected MissingKey, got {other:?}"),
     }
     // A wrong key under the right id is refused too, not read as garbage.
     let impostor = KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k1", 9)));
-    let err = impostor.get(Platform::Slack, &t1).await.unwrap_err();
+    let err = impostor.get(Platform::SLACK, &t1).await.unwrap_err();
     assert!(matches!(err, InstallationError::Corrupt(_)), "{err:?}");
     assert!(!err.to_string().contains(TOKEN));
     // Deleting still works without the key.
-    assert!(only_two.delete(Platform::Slack, &t1).await.unwrap());
+    assert!(only_two.delete(Platform::SLACK, &t1).await.unwrap());
 }
 
 #[tokio::test]
 async fn a_record_moved_to_another_tenant_does_not_open() {
-    let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
+    let state: Arc<dyn KvStore> = Arc::new(MemoryState::new());
     let store = KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k1", 1)));
     store.put(&installation("T1")).await.unwrap();
     let stored = state
-        .kv_get(&store.kv_key(Platform::Slack, &"T1".into()))
+        .get(&store.kv_key(Platform::SLACK, &"T1".into()))
         .await
         .unwrap()
         .unwrap();
     // An attacker with write access to the KV copies T1's record to T2.
     state
-        .kv_set(
-            &store.kv_key(Platform::Slack, &"T2".into()),
+        .set(
+            &store.kv_key(Platform::SLACK, &"T2".into()),
             stored.clone(),
             None,
             SetMode::Always,
@@ -215,7 +215,7 @@ async fn a_record_moved_to_another_tenant_does_not_open() {
         .await
         .unwrap();
     assert!(matches!(
-        store.get(Platform::Slack, &"T2".into()).await,
+        store.get(Platform::SLACK, &"T2".into()).await,
         Err(InstallationError::Corrupt(_))
     ));
     // Or flips one byte of the ciphertext.
@@ -224,8 +224,8 @@ async fn a_record_moved_to_another_tenant_does_not_open() {
     let flipped = if &tampered[at..=at] == "0" { "1" } else { "0" };
     tampered.replace_range(at..=at, flipped);
     state
-        .kv_set(
-            &store.kv_key(Platform::Slack, &"T1".into()),
+        .set(
+            &store.kv_key(Platform::SLACK, &"T1".into()),
             tampered.into(),
             None,
             SetMode::Always,
@@ -233,27 +233,27 @@ async fn a_record_moved_to_another_tenant_does_not_open() {
         .await
         .unwrap();
     assert!(matches!(
-        store.get(Platform::Slack, &"T1".into()).await,
+        store.get(Platform::SLACK, &"T1".into()).await,
         Err(InstallationError::Corrupt(_))
     ));
 }
 
 #[tokio::test]
 async fn a_store_shared_through_one_backend_is_seen_by_every_replica() {
-    let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
+    let state: Arc<dyn KvStore> = Arc::new(MemoryState::new());
     let ring = || KeyRing::new(key("k1", 1));
     let a = KvInstallations::new(Arc::clone(&state), ring());
     let b = KvInstallations::new(Arc::clone(&state), ring());
     a.put(&installation("T1")).await.unwrap();
     assert!(
-        b.get(Platform::Slack, &"T1".into())
+        b.get(Platform::SLACK, &"T1".into())
             .await
             .unwrap()
             .is_some()
     );
-    assert!(b.delete(Platform::Slack, &"T1".into()).await.unwrap());
+    assert!(b.delete(Platform::SLACK, &"T1".into()).await.unwrap());
     assert!(
-        a.get(Platform::Slack, &"T1".into())
+        a.get(Platform::SLACK, &"T1".into())
             .await
             .unwrap()
             .is_none()

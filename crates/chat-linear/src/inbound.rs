@@ -18,8 +18,8 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 use chat_core::{
-    AgentSession, AgentSessionAction, Author, DedupeKey, Event, EventId, EventKind, Inbound,
-    Message, MessageChange, OtherEvent, Platform, ThreadRef, WebhookError,
+    AgentSession, AgentSessionAction, Author, Event, EventKind, Inbound, Message, OtherEvent,
+    Platform, ThreadRef, WebhookError,
 };
 use serde::Deserialize;
 
@@ -102,11 +102,8 @@ fn oauth_app_revoked(
     Ok(event(
         delivery,
         dedupe,
-        ThreadRef::new(Platform::Linear, p.organization_id, "", ""),
-        EventKind::Other(OtherEvent {
-            name: OAUTH_APP_REVOKED.to_owned(),
-            data,
-        }),
+        ThreadRef::new(Platform::LINEAR, p.organization_id, "", ""),
+        EventKind::Other(OtherEvent::new(OAUTH_APP_REVOKED, data)),
         body,
         now_ms,
     ))
@@ -138,12 +135,9 @@ fn author_of(id: Option<&str>, user: Option<&UserChildWebhookPayload>) -> Author
         .filter(|i| !i.is_empty())
         .or_else(|| user.map(|u| u.id.as_str()))
         .unwrap_or_default();
-    Author {
-        id: id.to_owned(),
-        name: user.and_then(|u| u.name.clone()),
-        is_bot: false,
-        is_me: false,
-    }
+    let mut author = Author::new(id);
+    author.name = user.and_then(|u| u.name.clone());
+    author
 }
 
 fn event(
@@ -155,16 +149,11 @@ fn event(
     now_ms: u64,
 ) -> Inbound {
     let id = delivery.unwrap_or_else(|| dedupe.clone());
-    Inbound::Event(Box::new(Event {
-        id: EventId::new(id),
-        dedupe_key: DedupeKey::new(dedupe),
-        thread,
-        received_at_ms: now_ms,
-        attempt: 0,
-        retry_reason: None,
-        kind,
-        raw: body.clone(),
-    }))
+    Inbound::Event(Box::new(
+        Event::new(id, dedupe, thread, kind)
+            .with_received_at_ms(now_ms)
+            .with_raw(body.clone()),
+    ))
 }
 
 fn agent_session_event(
@@ -239,18 +228,13 @@ fn agent_session_event(
         }
     };
 
-    let kind = EventKind::AgentSession(AgentSession {
-        session_id: session.id.clone(),
-        action,
-        text,
-        prompt_context: if action == AgentSessionAction::Created {
-            p.prompt_context.clone()
-        } else {
-            None
-        },
-        activity_id: activity_id.filter(|a| !a.is_empty()),
-        user: author,
-    });
+    let mut agent = AgentSession::new(session.id.clone(), action, author);
+    agent.text = text;
+    if action == AgentSessionAction::Created {
+        agent.prompt_context.clone_from(&p.prompt_context);
+    }
+    agent.activity_id = activity_id.filter(|a| !a.is_empty());
+    let kind = EventKind::AgentSession(agent);
     Ok(event(delivery, dedupe, thread, kind, body, now_ms))
 }
 
@@ -296,14 +280,9 @@ fn comment_created(
         .unwrap_or(&c.id);
     let thread = comment_thread(p.organization_id.as_str(), issue_id, root);
     let is_mention = mentions(&c.body, &cfg.mention_names);
-    let kind = EventKind::Message(Message {
-        id: c.id.clone(),
-        author,
-        text: c.body.clone(),
-        change: MessageChange::Posted,
-        is_mention,
-        is_dm: false,
-    });
+    let kind = EventKind::Message(
+        Message::new(c.id.clone(), author, c.body.clone()).with_mention(is_mention),
+    );
     Ok(event(
         delivery,
         format!("comment:{}", c.id),

@@ -346,7 +346,7 @@ fn expires_at(now_ms: u64, expires_in: Option<f64>) -> Option<u64> {
 #[async_trait]
 impl OAuthProvider for LinearOAuthProvider {
     fn platform(&self) -> Platform {
-        Platform::Linear
+        Platform::LINEAR
     }
 
     fn defaults(&self) -> ProviderDefaults {
@@ -397,7 +397,7 @@ impl OAuthProvider for LinearOAuthProvider {
             .ok_or(OAuthError::Incomplete("an access token"))?;
         let (app_user, organization) = self.viewer(&access).await?;
         Ok(
-            Installation::new(Platform::Linear, organization, Secret::new(access))
+            Installation::new(Platform::LINEAR, organization, Secret::new(access))
                 .with_bot_user_id(app_user)
                 .with_app_id(client.id().to_owned())
                 .with_scopes(scopes_of(answer.scope.as_ref()))

@@ -49,7 +49,7 @@ impl<'a> LinearThread<'a> {
     /// Reads a thread reference; `None` when it is not a Linear thread in this
     /// encoding.
     pub fn of(thread: &'a ThreadRef) -> Option<Self> {
-        if thread.platform != Platform::Linear {
+        if thread.platform != Platform::LINEAR {
             return None;
         }
         if let Some(id) = thread.thread.strip_prefix(SESSION_PREFIX) {
@@ -74,7 +74,7 @@ pub fn session_thread(
 ) -> ThreadRef {
     let channel = issue_id.filter(|i| !i.is_empty()).unwrap_or(session_id);
     ThreadRef::new(
-        Platform::Linear,
+        Platform::LINEAR,
         organization_id,
         channel,
         format!("{SESSION_PREFIX}{session_id}"),
@@ -88,7 +88,7 @@ pub fn comment_thread(
     root_comment_id: &str,
 ) -> ThreadRef {
     ThreadRef::new(
-        Platform::Linear,
+        Platform::LINEAR,
         organization_id,
         issue_id,
         format!("{COMMENT_PREFIX}{root_comment_id}"),
@@ -160,19 +160,19 @@ mod tests {
         let c = comment_thread("o", "i", "c1");
         assert!(c.session_id().is_err());
         assert_eq!(
-            LinearThread::of(&ThreadRef::new(Platform::Slack, "o", "i", "session:s")),
+            LinearThread::of(&ThreadRef::new(Platform::SLACK, "o", "i", "session:s")),
             None
         );
         assert_eq!(
-            LinearThread::of(&ThreadRef::new(Platform::Linear, "o", "i", "other")),
+            LinearThread::of(&ThreadRef::new(Platform::LINEAR, "o", "i", "other")),
             None
         );
         assert_eq!(
-            LinearThread::of(&ThreadRef::new(Platform::Linear, "o", "i", "session:")),
+            LinearThread::of(&ThreadRef::new(Platform::LINEAR, "o", "i", "session:")),
             None
         );
         assert_eq!(
-            LinearThread::of(&ThreadRef::new(Platform::Linear, "o", "", "comment:c")),
+            LinearThread::of(&ThreadRef::new(Platform::LINEAR, "o", "", "comment:c")),
             None
         );
         assert!("".session_id().is_err());

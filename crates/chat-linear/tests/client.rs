@@ -108,7 +108,7 @@ async fn activities_cannot_be_edited_deleted_or_reacted_to() {
         linear.react(&m, "eyes").await,
         Err(AdapterError::Unsupported(_))
     ));
-    let foreign = chat_core::ThreadRef::new(chat_core::Platform::Slack, "T", "C", "1.0");
+    let foreign = chat_core::ThreadRef::new(chat_core::Platform::SLACK, "T", "C", "1.0");
     assert!(matches!(
         linear.post(&foreign, &OutboundMessage::text("x")).await,
         Err(AdapterError::Unsupported(_))

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use chat_core::{Installation, InstallationStore, Platform, StateBackend, TenantId};
+use chat_core::{Installation, InstallationStore, KvStore, Platform, TenantId};
 use chat_installations::{EncryptionKey, KeyRing, KvInstallations, MemoryInstallations};
 use chat_linear::{
     BuildError, ClientAuth, LinearAdapter, LinearOAuth, LinearOAuthProvider, signature,
@@ -47,7 +47,7 @@ impl Outcomes {
 }
 
 struct World {
-    state: Arc<dyn StateBackend>,
+    state: Arc<MemoryState>,
     kv: KvInstallations,
     store: Arc<FlakyInstallations>,
     accounts: FakeLinearOAuth,
@@ -88,9 +88,9 @@ fn oauth_builder_with(
 }
 
 async fn world() -> World {
-    let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
+    let state = Arc::new(MemoryState::new());
     let keys = KeyRing::new(EncryptionKey::new("k1", &[3; 32]).unwrap());
-    let kv = KvInstallations::new(Arc::clone(&state), keys);
+    let kv = KvInstallations::new(state.clone(), keys);
     let store = Arc::new(FlakyInstallations::new(Arc::new(kv.clone())));
     let accounts = FakeLinearOAuth::start().await;
     for org in ["org-1", "org-2"] {
@@ -108,7 +108,7 @@ async fn world() -> World {
     let outcomes = Outcomes::default();
     let recorded = outcomes.clone();
     let bot = Bot::builder()
-        .state_arc(Arc::clone(&state))
+        .state_arc(state.clone())
         .adapter(linear)
         .options(RuntimeOptions {
             dispatch: Dispatch::Deferred,
@@ -278,7 +278,7 @@ async fn each_organization_installs_sealed_and_is_answered_with_its_own_token() 
         let tenant = TenantId::new(org);
         let installation = w
             .store
-            .get(Platform::Linear, &tenant)
+            .get(Platform::LINEAR, &tenant)
             .await
             .unwrap()
             .unwrap();
@@ -296,7 +296,7 @@ async fn each_organization_installs_sealed_and_is_answered_with_its_own_token() 
         assert!(installation.scopes.contains(&"app:mentionable".to_owned()));
         let stored = w
             .state
-            .kv_get(&w.kv.kv_key(Platform::Linear, &tenant))
+            .get(&w.kv.kv_key(Platform::LINEAR, &tenant))
             .await
             .unwrap()
             .unwrap();
@@ -419,7 +419,7 @@ async fn tokens_are_refreshed_once_before_they_expire() {
     }
     let stored = w
         .store
-        .get(Platform::Linear, &"org-1".into())
+        .get(Platform::LINEAR, &"org-1".into())
         .await
         .unwrap()
         .unwrap();
@@ -428,7 +428,7 @@ async fn tokens_are_refreshed_once_before_they_expire() {
 
     // The rotated refresh token is spent: refreshing with the old record is
     // refused, and names why.
-    let old = Installation::new(Platform::Linear, "org-1", first.as_str().into()).with_refresh(
+    let old = Installation::new(Platform::LINEAR, "org-1", first.as_str().into()).with_refresh(
         Some(format!("lin_ort_org-1_{}", first.rsplit('_').next().unwrap()).into()),
         Some(0),
     );
@@ -444,7 +444,7 @@ async fn an_expired_token_whose_refresh_fails_is_an_error_not_a_silent_call() {
     // Another party spends the refresh token (a replica that lost its write).
     let installation = w
         .store
-        .get(Platform::Linear, &"org-1".into())
+        .get(Platform::LINEAR, &"org-1".into())
         .await
         .unwrap()
         .unwrap();
@@ -499,14 +499,14 @@ async fn a_revoked_app_deletes_the_installation_and_own_comments_are_ignored() {
     assert_eq!(answer.status(), StatusCode::OK);
     assert!(
         w.store
-            .get(Platform::Linear, &"org-2".into())
+            .get(Platform::LINEAR, &"org-2".into())
             .await
             .unwrap()
             .is_none()
     );
     assert!(
         w.store
-            .get(Platform::Linear, &"org-1".into())
+            .get(Platform::LINEAR, &"org-1".into())
             .await
             .unwrap()
             .is_some()

@@ -52,7 +52,7 @@ fn malformed(v: &[u8]) -> String {
 #[test]
 fn created_opens_a_session_thread_routed_as_a_new_session() {
     let e = event(&payloads::session_created());
-    assert_eq!(e.platform(), Platform::Linear);
+    assert_eq!(e.platform(), Platform::LINEAR);
     assert_eq!(e.tenant().as_str(), ORG);
     assert_eq!(e.thread, thread::session_thread(ORG, Some(ISSUE), SESSION));
     assert_eq!(e.thread.channel, ISSUE);

@@ -142,12 +142,7 @@ async fn messages_route_as_the_typescript_sdk_does(env: Env) {
     let w = World::new(&env, RuntimeOptions::default()).await;
     let t = w.thread("1");
     // Our own message: ignored without a run.
-    let me = Author {
-        id: "UBOT".into(),
-        is_me: true,
-        is_bot: true,
-        ..Author::default()
-    };
+    let me = Author::new("UBOT").with_me(true).with_bot(true);
     w.send(
         &EventBuilder::new(t.clone())
             .id("own")
@@ -239,12 +234,7 @@ async fn other_kinds_route_by_name(env: Env) {
         .await;
     w.send(&b().id("c2").slash_command("/other", "hi").build())
         .await;
-    let modal = |callback: &str| Modal {
-        callback_id: callback.into(),
-        view_id: "V1".into(),
-        user: Author::default(),
-        values: serde_json::Value::Null,
-    };
+    let modal = |callback: &str| Modal::new(callback, "V1", Author::default());
     let mut submit = b().id("m1").build();
     submit.kind = EventKind::ModalSubmit(modal("form"));
     w.send(&submit).await;

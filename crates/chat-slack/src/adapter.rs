@@ -344,7 +344,7 @@ impl SlackAdapter {
             return Ok(self.client.clone());
         };
         let installation = store
-            .get(Platform::Slack, tenant)
+            .get(Platform::SLACK, tenant)
             .await
             .map_err(|e| AdapterError::Transport(Box::new(e)))?
             .ok_or(AdapterError::Unsupported(
@@ -492,7 +492,7 @@ impl PlatformAdapter for SlackAdapter {
     }
 
     fn platform(&self) -> Platform {
-        Platform::Slack
+        Platform::SLACK
     }
 
     fn max_body_bytes(&self) -> usize {
@@ -536,14 +536,14 @@ impl PlatformAdapter for SlackAdapter {
         if let EventKind::Other(other) = &event.kind {
             match other.name.as_str() {
                 "app_uninstalled" => {
-                    let removed = store.delete(Platform::Slack, &tenant).await?;
+                    let removed = store.delete(Platform::SLACK, &tenant).await?;
                     tracing::info!(tenant = %tenant, removed, "slack: app uninstalled; installation deleted");
                     return Ok(Resolution::Ignored {
                         reason: "app-uninstalled",
                     });
                 }
                 "tokens_revoked" if revokes_bot_token(&other.data) => {
-                    let removed = store.delete(Platform::Slack, &tenant).await?;
+                    let removed = store.delete(Platform::SLACK, &tenant).await?;
                     tracing::info!(tenant = %tenant, removed, "slack: bot token revoked; installation deleted");
                     return Ok(Resolution::Ignored {
                         reason: "tokens-revoked",
@@ -557,7 +557,7 @@ impl PlatformAdapter for SlackAdapter {
                 _ => {}
             }
         }
-        let Some(installation) = store.get(Platform::Slack, &tenant).await? else {
+        let Some(installation) = store.get(Platform::SLACK, &tenant).await? else {
             tracing::info!(tenant = %tenant, event_id = %event.id, "slack: delivery for a workspace without an installation");
             return Ok(Resolution::Ignored {
                 reason: "unknown-installation",

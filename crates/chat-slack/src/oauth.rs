@@ -194,7 +194,7 @@ fn present(s: Option<String>) -> Option<String> {
 #[async_trait]
 impl OAuthProvider for SlackOAuthProvider {
     fn platform(&self) -> Platform {
-        Platform::Slack
+        Platform::SLACK
     }
 
     fn defaults(&self) -> ProviderDefaults {
@@ -244,7 +244,7 @@ impl OAuthProvider for SlackOAuthProvider {
             team.clone()
         }
         .ok_or(OAuthError::Incomplete("a team or enterprise id"))?;
-        let mut installation = Installation::new(Platform::Slack, tenant, Secret::new(token))
+        let mut installation = Installation::new(Platform::SLACK, tenant, Secret::new(token))
             .with_scopes(
                 a.scope
                     .unwrap_or_default()

@@ -114,13 +114,11 @@ mod tests {
 
     fn command() -> Event {
         let mut e = event();
-        e.kind = EventKind::SlashCommand(SlashCommand {
-            command: "/deploy".into(),
-            text: "prod".into(),
-            user: chat_core::Author::default(),
-            response_url: None,
-            trigger_id: None,
-        });
+        e.kind = EventKind::SlashCommand(SlashCommand::new(
+            "/deploy",
+            "prod",
+            chat_core::Author::default(),
+        ));
         e
     }
 

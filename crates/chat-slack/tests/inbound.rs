@@ -1313,7 +1313,7 @@ fn the_builder_requires_a_secret_and_a_token() {
 fn the_adapter_names_itself_and_hides_its_secrets() {
     let a = builder().name("slack-support").build().unwrap();
     assert_eq!(a.name(), "slack-support");
-    assert_eq!(a.platform(), chat_core::Platform::Slack);
+    assert_eq!(a.platform(), chat_core::Platform::SLACK);
     let shown = format!("{a:?} {:?}", builder());
     assert!(!shown.contains(SECRET), "{shown}");
     assert!(!shown.contains("xoxb-test-token"), "{shown}");

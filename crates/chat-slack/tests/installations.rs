@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use chat_core::{InstallationStore, Platform, StateBackend, TenantId};
+use chat_core::{InstallationStore, KvStore, Platform, TenantId};
 use chat_installations::{EncryptionKey, KeyRing, KvInstallations, MemoryInstallations};
 use chat_runtime::{
     Bot, BoxError, Concurrency, Ctx, Dispatch, Event, Outcome, OutcomeRecord, RuntimeOptions,
@@ -52,7 +52,7 @@ impl Outcomes {
 }
 
 struct World {
-    state: Arc<dyn StateBackend>,
+    state: Arc<MemoryState>,
     kv: KvInstallations,
     store: Arc<FlakyInstallations>,
     accounts: FakeSlackOAuth,
@@ -82,9 +82,9 @@ fn oauth_for(accounts: &FakeSlackOAuth, store: Arc<dyn InstallationStore>) -> Sl
 }
 
 async fn world_with(options: RuntimeOptions, gated: bool) -> World {
-    let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
+    let state = Arc::new(MemoryState::new());
     let keys = KeyRing::new(EncryptionKey::new("k1", &[7; 32]).unwrap());
-    let kv = KvInstallations::new(Arc::clone(&state), keys);
+    let kv = KvInstallations::new(state.clone(), keys);
     let store = Arc::new(FlakyInstallations::new(Arc::new(kv.clone())));
     let accounts = FakeSlackOAuth::start().await;
     for team in ["T1", "T2"] {
@@ -105,7 +105,7 @@ async fn world_with(options: RuntimeOptions, gated: bool) -> World {
     let gate = Arc::new(Semaphore::new(if gated { 0 } else { 1_000 }));
     let handler_gate = Arc::clone(&gate);
     let bot = Bot::builder()
-        .state_arc(Arc::clone(&state))
+        .state_arc(state.clone())
         .adapter(slack)
         .options(options)
         .observer(move |r: &OutcomeRecord| recorded.0.lock().unwrap().push(r.clone()))
@@ -280,7 +280,7 @@ async fn each_workspace_installs_sealed_and_is_answered_with_its_own_token() {
         let tenant = TenantId::new(team);
         let installation = w
             .store
-            .get(Platform::Slack, &tenant)
+            .get(Platform::SLACK, &tenant)
             .await
             .unwrap()
             .unwrap();
@@ -297,7 +297,7 @@ async fn each_workspace_installs_sealed_and_is_answered_with_its_own_token() {
         assert_eq!(installation.scopes, ["app_mentions:read", "chat:write"]);
         let stored = w
             .state
-            .kv_get(&w.kv.kv_key(Platform::Slack, &tenant))
+            .get(&w.kv.kv_key(Platform::SLACK, &tenant))
             .await
             .unwrap()
             .unwrap();
@@ -368,7 +368,7 @@ async fn an_org_wide_install_is_keyed_by_its_enterprise() {
     assert_eq!(install(&w, "T5").await.status(), StatusCode::OK);
     let installation = w
         .store
-        .get(Platform::Slack, &"E1".into())
+        .get(Platform::SLACK, &"E1".into())
         .await
         .unwrap()
         .unwrap();
@@ -376,7 +376,7 @@ async fn an_org_wide_install_is_keyed_by_its_enterprise() {
     assert_eq!(installation.enterprise_id.as_deref(), Some("E1"));
     assert!(
         w.store
-            .get(Platform::Slack, &"T5".into())
+            .get(Platform::SLACK, &"T5".into())
             .await
             .unwrap()
             .is_none()
@@ -416,7 +416,7 @@ async fn uninstalls_and_revoked_bot_tokens_delete_the_installation() {
     assert_eq!(deliver(&w, &users_only).await.status(), StatusCode::OK);
     assert!(
         w.store
-            .get(Platform::Slack, &"T1".into())
+            .get(Platform::SLACK, &"T1".into())
             .await
             .unwrap()
             .is_some()
@@ -431,7 +431,7 @@ async fn uninstalls_and_revoked_bot_tokens_delete_the_installation() {
     assert_eq!(deliver(&w, &bot_revoked).await.status(), StatusCode::OK);
     assert!(
         w.store
-            .get(Platform::Slack, &"T1".into())
+            .get(Platform::SLACK, &"T1".into())
             .await
             .unwrap()
             .is_none()
@@ -443,7 +443,7 @@ async fn uninstalls_and_revoked_bot_tokens_delete_the_installation() {
     assert_eq!(deliver(&w, &uninstalled).await.status(), StatusCode::OK);
     assert!(
         w.store
-            .get(Platform::Slack, &"T2".into())
+            .get(Platform::SLACK, &"T2".into())
             .await
             .unwrap()
             .is_none()

@@ -19,7 +19,7 @@ fn adapter_at(url: &str) -> SlackAdapter {
 }
 
 fn thread(ts: &str) -> ThreadRef {
-    ThreadRef::new(Platform::Slack, "T0001", "C0LAN2Q65", ts)
+    ThreadRef::new(Platform::SLACK, "T0001", "C0LAN2Q65", ts)
 }
 
 // ---------------------------------------------------------------- posting
@@ -165,7 +165,7 @@ async fn a_thread_without_a_channel_cannot_be_posted_to() {
     let fake = FakeSlack::start().await;
     let url = fake.base_url();
     let a = adapter_at(url);
-    let modal = ThreadRef::new(Platform::Slack, "T0001", "", "V0MODAL");
+    let modal = ThreadRef::new(Platform::SLACK, "T0001", "", "V0MODAL");
     let err = a.post(&modal, &"x".into()).await.unwrap_err();
     assert!(matches!(err, AdapterError::Unsupported(_)), "{err:?}");
     assert!(fake.calls().is_empty());

@@ -26,7 +26,7 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 fn request(thread: u64) -> AdmitRequest {
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let t = ThreadRef::new(
-        Platform::Test,
+        Platform::new("test"),
         "T1",
         format!("C{}", thread % 8),
         format!("{thread}.0"),

@@ -14,13 +14,11 @@
 //! use std::sync::Arc;
 //! use chat_core::{AdmitRequest, Concurrency, Decision, StateBackend};
 //! use chat_state_memory::MemoryState;
-//! # use chat_core::{Author, DedupeKey, Event, EventId, EventKind, Message, MessageChange, Platform, ThreadRef};
+//! # use chat_core::{Author, Event, EventKind, Message, Platform, ThreadRef};
 //! # fn event(id: &str) -> Event {
-//! #     Event { id: EventId::new(id), dedupe_key: DedupeKey::new(id),
-//! #         thread: ThreadRef::new(Platform::Test, "T1", "C1", "1.0"), received_at_ms: 0, attempt: 0,
-//! #         retry_reason: None, raw: Default::default(),
-//! #         kind: EventKind::Message(Message { id: id.into(), author: Author::default(), text: id.into(),
-//! #             change: MessageChange::Posted, is_mention: true, is_dm: false }) }
+//! #     let thread = ThreadRef::new(Platform::new("test"), "T1", "C1", "1.0");
+//! #     let text = Message::new(id, Author::default(), id).with_mention(true);
+//! #     Event::new(id, id, thread, EventKind::Message(text))
 //! # }
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
@@ -57,9 +55,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
-    Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, Handoff, Lease, LeaseToken,
-    Recovered, Release, Renewal, ScopeKey, ScopeTag, SetMode, SlotGrant, StateBackend, StateError,
-    ThreadRef,
+    Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, Handoff, KvStore, Lease,
+    LeaseToken, Recovered, Release, Renewal, ScopeKey, ScopeTag, SetMode, SlotGrant, StateBackend,
+    StateError, ThreadRef,
 };
 use tokio::time::Instant;
 
@@ -232,7 +230,19 @@ impl StateBackend for MemoryState {
         Ok(self.shard(scope.tag()).subscriptions.contains(thread))
     }
 
-    async fn kv_get(&self, key: &str) -> Result<Option<Bytes>, StateError> {
+    async fn health(&self) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    /// State in one process: nothing handed back at shutdown would run.
+    fn shared(&self) -> bool {
+        false
+    }
+}
+
+#[async_trait]
+impl KvStore for MemoryState {
+    async fn get(&self, key: &str) -> Result<Option<Bytes>, StateError> {
         let now = Instant::now();
         let mut kv = lock(&self.kv);
         match kv.get(key) {
@@ -245,7 +255,7 @@ impl StateBackend for MemoryState {
         }
     }
 
-    async fn kv_set(
+    async fn set(
         &self,
         key: &str,
         value: Bytes,
@@ -262,18 +272,9 @@ impl StateBackend for MemoryState {
         Ok(true)
     }
 
-    async fn kv_delete(&self, key: &str) -> Result<bool, StateError> {
+    async fn delete(&self, key: &str) -> Result<bool, StateError> {
         let now = Instant::now();
         Ok(lock(&self.kv).remove(key).is_some_and(|e| e.live(now)))
-    }
-
-    async fn health(&self) -> Result<(), StateError> {
-        Ok(())
-    }
-
-    /// State in one process: nothing handed back at shutdown would run.
-    fn shared(&self) -> bool {
-        false
     }
 }
 
@@ -289,7 +290,7 @@ mod tests {
     async fn fences_are_seeded_from_the_wall_clock() {
         let before = wall_clock_micros();
         let state = MemoryState::new();
-        let thread = chat_core::ThreadRef::new(chat_core::Platform::Test, "T", "C", "1");
+        let thread = chat_core::ThreadRef::new(chat_core::Platform::new("test"), "T", "C", "1");
         let e = EventBuilder::new(thread.clone())
             .id("a")
             .mention("a")

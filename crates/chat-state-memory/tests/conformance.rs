@@ -1,4 +1,4 @@
-//! The memory backend against the whole StateBackend conformance suite, under
+//! The memory backend against the whole StateBackend and KvStore conformance suites, under
 //! tokio's paused clock; the race cases again on a multi-threaded runtime, where
 //! the tasks run in parallel.
 
@@ -12,6 +12,17 @@ mod paused {
         #[tokio::test(start_paused = true)]
         async {
             Harness::paused(MemoryState::new())
+        }
+    );
+}
+
+mod kv {
+    use super::*;
+
+    chat_testkit::kv_store_conformance!(
+        #[tokio::test(start_paused = true)]
+        async {
+            chat_testkit::KvHarness::paused(MemoryState::new())
         }
     );
 }

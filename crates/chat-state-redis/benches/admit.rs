@@ -68,7 +68,7 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 /// A mention with a fresh id on thread `thread`, with short TTLs.
 fn request(thread: u64) -> AdmitRequest {
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let t = ThreadRef::new(Platform::Test, "T1", "C1", format!("{thread}.0"));
+    let t = ThreadRef::new(Platform::new("test"), "T1", "C1", format!("{thread}.0"));
     let event = EventBuilder::new(t.clone())
         .id(&format!("e{n}"))
         .mention("hello")

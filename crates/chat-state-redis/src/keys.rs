@@ -246,7 +246,7 @@ mod tests {
     use super::*;
 
     fn thread(tenant: &str, channel: &str, thread: &str) -> ThreadRef {
-        ThreadRef::new(Platform::Slack, tenant, channel, thread)
+        ThreadRef::new(Platform::SLACK, tenant, channel, thread)
     }
 
     #[test]

@@ -31,13 +31,11 @@
 //! ```no_run
 //! use chat_core::{AdmitRequest, Concurrency, Decision, Handoff, StateBackend};
 //! use chat_state_redis::RedisState;
-//! # use chat_core::{Author, DedupeKey, Event, EventId, EventKind, Message, MessageChange, Platform, ThreadRef};
+//! # use chat_core::{Author, Event, EventKind, Message, Platform, ThreadRef};
 //! # fn event(id: &str) -> Event {
-//! #     Event { id: EventId::new(id), dedupe_key: DedupeKey::new(id),
-//! #         thread: ThreadRef::new(Platform::Slack, "T1", "C1", "1.0"), received_at_ms: 0, attempt: 0,
-//! #         retry_reason: None, raw: Default::default(),
-//! #         kind: EventKind::Message(Message { id: id.into(), author: Author::default(), text: id.into(),
-//! #             change: MessageChange::Posted, is_mention: true, is_dm: false }) }
+//! #     let thread = ThreadRef::new(Platform::SLACK, "T1", "C1", "1.0");
+//! #     let text = Message::new(id, Author::default(), id).with_mention(true);
+//! #     Event::new(id, id, thread, EventKind::Message(text))
 //! # }
 //!
 //! # async fn run() -> Result<(), chat_core::StateError> {

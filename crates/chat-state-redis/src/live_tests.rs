@@ -46,7 +46,7 @@ async fn every_key_of_a_channel_maps_to_one_cluster_slot() {
         .unwrap();
     let keys = Keys::new(&prefix());
     for (tenant, channel) in [("T1", "C1"), ("E0:T9", "{odd}:chan"), ("org", "issue-7")] {
-        let thread = chat_core::ThreadRef::new(Platform::Slack, tenant, channel, "1.0");
+        let thread = chat_core::ThreadRef::new(Platform::SLACK, tenant, channel, "1.0");
         let tag = keys.thread(&thread);
         let mut names: Vec<String> = Vec::new();
         for scope in [thread.thread_scope(), thread.channel_scope()] {
@@ -83,7 +83,7 @@ async fn a_script_error_is_a_typed_backend_error() {
         .build()
         .await
         .unwrap();
-    let thread = chat_core::ThreadRef::new(Platform::Test, "T1", "C1", "1.0");
+    let thread = chat_core::ThreadRef::new(Platform::new("test"), "T1", "C1", "1.0");
     let scope = thread.thread_scope();
     let queue_key = Keys::new(&prefix).scope(&scope).queue;
     let mut conn = redis::Client::open(url)
@@ -126,7 +126,7 @@ async fn an_undecodable_entry_is_reported_and_the_rest_run() {
         .build()
         .await
         .unwrap();
-    let thread = chat_core::ThreadRef::new(Platform::Test, "T1", "C1", "1.0");
+    let thread = chat_core::ThreadRef::new(Platform::new("test"), "T1", "C1", "1.0");
     let scope = thread.thread_scope();
     let admit = |id: &str| {
         let e = EventBuilder::new(thread.clone()).id(id).mention(id).build();

@@ -257,14 +257,14 @@ mod tests {
     use super::*;
 
     fn event() -> Event {
-        EventBuilder::new(ThreadRef::new(Platform::Test, "T", "C", "1|x"))
+        EventBuilder::new(ThreadRef::new(Platform::new("test"), "T", "C", "1|x"))
             .id("a|b%")
             .mention("x|y")
             .build()
     }
 
     fn scope() -> ScopeKey {
-        ThreadRef::new(Platform::Test, "T", "C", "1|x").thread_scope()
+        ThreadRef::new(Platform::new("test"), "T", "C", "1|x").thread_scope()
     }
 
     fn stored(prefix: &[u8], e: &Event) -> Vec<u8> {

@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
     Admission, AdmitRequest, CancelOutcome, CancelRequest, Concurrency, Decision, DedupeKey,
-    DropReason, Gate, Handoff, Lease, LeaseKind, LeaseToken, OnFull, Recovered, Release, Renewal,
-    ScopeKey, SetMode, SlotGrant, StateBackend, StateError, ThreadRef,
+    DropReason, Gate, Handoff, KvStore, Lease, LeaseKind, LeaseToken, OnFull, Recovered, Release,
+    Renewal, ScopeKey, SetMode, SlotGrant, StateBackend, StateError, ThreadRef,
 };
 use futures_util::future::join_all;
 use redis::aio::ConnectionLike;
@@ -643,12 +643,20 @@ impl StateBackend for RedisState {
         Ok(n > 0)
     }
 
-    async fn kv_get(&self, key: &str) -> Result<Option<Bytes>, StateError> {
+    async fn health(&self) -> Result<(), StateError> {
+        let _: Value = self.query(&redis::cmd("PING")).await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl KvStore for RedisState {
+    async fn get(&self, key: &str) -> Result<Option<Bytes>, StateError> {
         let v: Option<Vec<u8>> = self.query(redis::cmd("GET").arg(self.keys.kv(key))).await?;
         Ok(v.map(Bytes::from))
     }
 
-    async fn kv_set(
+    async fn set(
         &self,
         key: &str,
         value: Bytes,
@@ -667,13 +675,8 @@ impl StateBackend for RedisState {
         Ok(!matches!(reply, Value::Nil))
     }
 
-    async fn kv_delete(&self, key: &str) -> Result<bool, StateError> {
+    async fn delete(&self, key: &str) -> Result<bool, StateError> {
         let removed: i64 = self.query(redis::cmd("DEL").arg(self.keys.kv(key))).await?;
         Ok(removed > 0)
-    }
-
-    async fn health(&self) -> Result<(), StateError> {
-        let _: Value = self.query(&redis::cmd("PING")).await?;
-        Ok(())
     }
 }

@@ -27,6 +27,26 @@ mod cluster {
     );
 }
 
+mod single_kv {
+    chat_testkit::kv_store_conformance!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        match super::common::single_kv().await {
+            Some(h) => std::future::ready(h),
+            None => return,
+        }
+    );
+}
+
+mod cluster_kv {
+    chat_testkit::kv_store_conformance!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        match super::common::cluster_kv().await {
+            Some(h) => std::future::ready(h),
+            None => return,
+        }
+    );
+}
+
 /// The race cases on a current-thread runtime too, where the tasks interleave
 /// at every await instead of running in parallel.
 mod single_interleaved {

@@ -118,7 +118,7 @@ fn strategies() -> [Concurrency; 5] {
 }
 
 fn request(thread: &str, id: &str, concurrency: Concurrency) -> AdmitRequest {
-    let t = chat_core::ThreadRef::new(chat_core::Platform::Test, "T1", "C1", thread);
+    let t = chat_core::ThreadRef::new(chat_core::Platform::new("test"), "T1", "C1", thread);
     let event = EventBuilder::new(t.clone()).id(id).mention(id).build();
     AdmitRequest::new(event, t.thread_scope(), concurrency)
 }

@@ -27,8 +27,8 @@ fn threads(run: &str) -> (ThreadRef, ThreadRef) {
     // The run id keeps parallel runs apart; both tenants share it.
     let channel = format!("{CHANNEL}-{run}");
     (
-        ThreadRef::new(Platform::Slack, "T-A", channel.as_str(), THREAD),
-        ThreadRef::new(Platform::Slack, "T-B", channel.as_str(), THREAD),
+        ThreadRef::new(Platform::SLACK, "T-A", channel.as_str(), THREAD),
+        ThreadRef::new(Platform::SLACK, "T-B", channel.as_str(), THREAD),
     )
 }
 

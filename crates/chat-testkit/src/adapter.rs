@@ -47,6 +47,10 @@ struct Inner {
 }
 
 impl ScriptedAdapter {
+    /// The scripted platform's identifier: a platform defined outside `chat-core`,
+    /// the way a third-party adapter names its own.
+    pub const PLATFORM: Platform = Platform::new("scripted");
+
     /// An adapter named `name` (its webhook's name).
     pub fn new(name: &str) -> Self {
         Self::with_body_limit(name, 64 * 1024)
@@ -84,7 +88,7 @@ impl ScriptedAdapter {
 
     /// A thread of this platform.
     pub fn thread(&self, tenant: &str, channel: &str, thread: &str) -> ThreadRef {
-        ThreadRef::new(Platform::Test, tenant, channel, thread)
+        ThreadRef::new(Self::PLATFORM, tenant, channel, thread)
     }
 
     /// A message mentioning the bot.
@@ -157,7 +161,7 @@ impl PlatformAdapter for ScriptedAdapter {
     }
 
     fn platform(&self) -> Platform {
-        Platform::Test
+        Self::PLATFORM
     }
 
     fn max_body_bytes(&self) -> usize {

@@ -1,9 +1,8 @@
 //! Builders for normalized events, for tests of handlers and backends.
 
-use bytes::Bytes;
 use chat_core::{
     Action, AgentSession, AgentSessionAction, Author, DedupeKey, Event, EventId, EventKind,
-    Message, MessageChange, Reaction, SlashCommand, ThreadRef,
+    Message, Reaction, SlashCommand, ThreadRef,
 };
 
 /// Builds an [`Event`] on a thread. Defaults: id `ev`, dedupe key = id, a new
@@ -18,23 +17,12 @@ impl EventBuilder {
     /// A plain message on `thread`.
     pub fn new(thread: ThreadRef) -> Self {
         Self {
-            event: Event {
-                id: EventId::new("ev"),
-                dedupe_key: DedupeKey::new("ev"),
+            event: Event::new(
+                "ev",
+                "ev",
                 thread,
-                received_at_ms: 0,
-                attempt: 0,
-                retry_reason: None,
-                kind: EventKind::Message(Message {
-                    id: "ev".into(),
-                    author: user("U1"),
-                    text: String::new(),
-                    change: MessageChange::Posted,
-                    is_mention: false,
-                    is_dm: false,
-                }),
-                raw: Bytes::new(),
-            },
+                EventKind::Message(Message::new("ev", user("U1"), "")),
+            ),
             dedupe_set: false,
         }
     }
@@ -87,14 +75,11 @@ impl EventBuilder {
 
     fn message_with(mut self, text: &str, is_mention: bool, is_dm: bool) -> Self {
         let id = self.event.id.to_string();
-        self.event.kind = EventKind::Message(Message {
-            id,
-            author: user("U1"),
-            text: text.to_owned(),
-            change: MessageChange::Posted,
-            is_mention,
-            is_dm,
-        });
+        self.event.kind = EventKind::Message(
+            Message::new(id, user("U1"), text)
+                .with_mention(is_mention)
+                .with_dm(is_dm),
+        );
         self
     }
 
@@ -115,52 +100,32 @@ impl EventBuilder {
     /// A reaction added to message `message_id`.
     #[must_use]
     pub fn reaction(mut self, emoji: &str, message_id: &str) -> Self {
-        self.event.kind = EventKind::Reaction(Reaction {
-            emoji: emoji.to_owned(),
-            added: true,
-            user: user("U1"),
-            message_id: message_id.to_owned(),
-        });
+        self.event.kind = EventKind::Reaction(Reaction::new(emoji, true, user("U1"), message_id));
         self
     }
 
     /// A click on component `action_id`.
     #[must_use]
     pub fn action(mut self, action_id: &str, value: Option<&str>) -> Self {
-        self.event.kind = EventKind::Action(Action {
-            action_id: action_id.to_owned(),
-            value: value.map(str::to_owned),
-            user: user("U1"),
-            response_url: None,
-            trigger_id: None,
-        });
+        let mut action = Action::new(action_id, user("U1"));
+        action.value = value.map(str::to_owned);
+        self.event.kind = EventKind::Action(action);
         self
     }
 
     /// A slash command.
     #[must_use]
     pub fn slash_command(mut self, command: &str, text: &str) -> Self {
-        self.event.kind = EventKind::SlashCommand(SlashCommand {
-            command: command.to_owned(),
-            text: text.to_owned(),
-            user: user("U1"),
-            response_url: None,
-            trigger_id: None,
-        });
+        self.event.kind = EventKind::SlashCommand(SlashCommand::new(command, text, user("U1")));
         self
     }
 
     /// An agent-session event.
     #[must_use]
     pub fn agent_session(mut self, action: AgentSessionAction, text: Option<&str>) -> Self {
-        self.event.kind = EventKind::AgentSession(AgentSession {
-            session_id: self.event.thread.thread.clone(),
-            action,
-            text: text.map(str::to_owned),
-            prompt_context: None,
-            activity_id: None,
-            user: user("U1"),
-        });
+        let mut session = AgentSession::new(self.event.thread.thread.clone(), action, user("U1"));
+        session.text = text.map(str::to_owned);
+        self.event.kind = EventKind::AgentSession(session);
         self
     }
 
@@ -172,10 +137,5 @@ impl EventBuilder {
 
 /// A human author with id `id`.
 pub fn user(id: &str) -> Author {
-    Author {
-        id: id.to_owned(),
-        name: None,
-        is_bot: false,
-        is_me: false,
-    }
+    Author::new(id)
 }

@@ -8,10 +8,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use chat_core::{
     Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, Handoff, Lease, LeaseToken,
-    Recovered, Release, Renewal, ScopeKey, SetMode, SlotGrant, StateBackend, StateError, ThreadRef,
+    Recovered, Release, Renewal, ScopeKey, SlotGrant, StateBackend, StateError, ThreadRef,
 };
 
 /// The protocol calls a fault can be injected into.
@@ -243,24 +242,6 @@ impl StateBackend for FaultyState {
 
     async fn is_subscribed(&self, thread: &ThreadRef) -> Result<bool, StateError> {
         self.inner.is_subscribed(thread).await
-    }
-
-    async fn kv_get(&self, key: &str) -> Result<Option<Bytes>, StateError> {
-        self.inner.kv_get(key).await
-    }
-
-    async fn kv_set(
-        &self,
-        key: &str,
-        value: Bytes,
-        ttl: Option<Duration>,
-        mode: SetMode,
-    ) -> Result<bool, StateError> {
-        self.inner.kv_set(key, value, ttl, mode).await
-    }
-
-    async fn kv_delete(&self, key: &str) -> Result<bool, StateError> {
-        self.inner.kv_delete(key).await
     }
 
     async fn health(&self) -> Result<(), StateError> {

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chat_core::{
-    Admission, AdmitRequest, Batch, Concurrency, Decision, Event, Gate, Handoff, Lease, Release,
-    ScopeKey, StateBackend, StateError, ThreadRef,
+    Admission, AdmitRequest, Batch, Concurrency, Decision, Event, Gate, Handoff, KvStore, Lease,
+    Release, ScopeKey, StateBackend, StateError, ThreadRef,
 };
 
 use crate::events::EventBuilder;
@@ -22,6 +22,80 @@ pub enum Clock {
     /// Real time: [`Harness::advance`] sleeps. For backends whose clock is outside
     /// the process (Redis); pick a `unit` well above the round-trip time.
     Real,
+}
+
+impl Clock {
+    async fn pass(self, d: Duration) {
+        match self {
+            Self::Paused => tokio::time::advance(d).await,
+            Self::Real => tokio::time::sleep(d).await,
+        }
+    }
+}
+
+/// A name of its own per harness, so cases can share one server (Redis) and run
+/// in parallel without seeing each other's keys.
+fn unique_name() -> String {
+    let n = HARNESSES.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "conf-{}-{n}-{}",
+        std::process::id(),
+        chat_core::LeaseToken::generate()
+            .as_str()
+            .get(..8)
+            .unwrap_or("")
+    )
+}
+
+/// One [`KvStore`] conformance case's view of a store: the store, its clock,
+/// and a key prefix no other case uses.
+pub struct KvHarness {
+    kv: Arc<dyn KvStore>,
+    clock: Clock,
+    unit: Duration,
+    prefix: String,
+}
+
+impl KvHarness {
+    /// A harness over a store on tokio's paused clock; one time unit is a second.
+    pub fn paused(kv: impl KvStore) -> Self {
+        Self::new(Arc::new(kv), Clock::Paused, Duration::from_secs(1))
+    }
+
+    /// A harness over a store whose clock runs in real time.
+    pub fn real_time(kv: Arc<dyn KvStore>, unit: Duration) -> Self {
+        Self::new(kv, Clock::Real, unit)
+    }
+
+    /// A harness with an explicit clock and unit.
+    pub fn new(kv: Arc<dyn KvStore>, clock: Clock, unit: Duration) -> Self {
+        Self {
+            kv,
+            clock,
+            unit,
+            prefix: unique_name(),
+        }
+    }
+
+    /// The store under test.
+    pub fn kv(&self) -> &dyn KvStore {
+        self.kv.as_ref()
+    }
+
+    /// A key of this harness named `name`.
+    pub fn key(&self, name: &str) -> String {
+        format!("{}:{name}", self.prefix)
+    }
+
+    /// `n` time units.
+    pub fn t(&self, n: u32) -> Duration {
+        self.unit * n
+    }
+
+    /// Lets `d` pass on the store's clock.
+    pub async fn advance(&self, d: Duration) {
+        self.clock.pass(d).await;
+    }
 }
 
 /// One conformance case's view of a backend.
@@ -49,22 +123,11 @@ impl Harness {
 
     /// A harness with an explicit clock and unit.
     pub fn new(backend: Arc<dyn StateBackend>, clock: Clock, unit: Duration) -> Self {
-        // A tenant of its own, so cases can share one server (Redis) and run in
-        // parallel without seeing each other's keys.
-        let n = HARNESSES.fetch_add(1, Ordering::Relaxed);
-        let tenant = format!(
-            "conf-{}-{n}-{}",
-            std::process::id(),
-            chat_core::LeaseToken::generate()
-                .as_str()
-                .get(..8)
-                .unwrap_or("")
-        );
         Self {
             backend,
             clock,
             unit,
-            tenant,
+            tenant: unique_name(),
             counter: AtomicU64::new(0),
         }
     }
@@ -101,10 +164,7 @@ impl Harness {
 
     /// Lets `d` pass on the backend's clock.
     pub async fn advance(&self, d: Duration) {
-        match self.clock {
-            Clock::Paused => tokio::time::advance(d).await,
-            Clock::Real => tokio::time::sleep(d).await,
-        }
+        self.clock.pass(d).await;
     }
 
     /// A thread of this harness's tenant, in channel `C1`.
@@ -115,7 +175,7 @@ impl Harness {
     /// A thread of this harness's tenant in a given channel.
     pub fn thread_in(&self, channel: &str, name: &str) -> ThreadRef {
         ThreadRef::new(
-            chat_core::Platform::Test,
+            crate::ScriptedAdapter::PLATFORM,
             self.tenant.as_str(),
             channel,
             name,

@@ -62,5 +62,6 @@ pub use fake_slack::{FakeSlack, RetryAfter, SlackCall, SlackReply};
 pub use faulty::{Fault, FaultyState, Op};
 pub use flaky_installations::FlakyInstallations;
 pub use harness::{
-    Clock, Harness, expect_batch, expect_handoff_run, expect_hold, expect_run, expect_wait, ids, ok,
+    Clock, Harness, KvHarness, expect_batch, expect_handoff_run, expect_hold, expect_run,
+    expect_wait, ids, ok,
 };

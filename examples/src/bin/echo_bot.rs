@@ -11,7 +11,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Json};
 use axum::routing::{get, post};
-use chat_core::StateBackend;
+use chat_core::{KvStore, StateBackend};
 use chat_runtime::{Bot, BoxError, Ctx, Event, OutcomeRecord};
 use clap::Parser;
 use examples::config::Args;
@@ -33,7 +33,7 @@ async fn main() -> Result<(), BoxError> {
         )
         .init();
     let args = Args::parse();
-    let state = state(&args).await?;
+    let (state, kv) = state(&args).await?;
     let stats = Arc::new(Stats::default());
     let ledger = match &args.ledger {
         Some(path) => Some(Arc::new(Ledger::open(path, &args.replica)?)),
@@ -61,7 +61,7 @@ async fn main() -> Result<(), BoxError> {
 
     let mut routes = Router::new();
     let mut mounted = Vec::new();
-    if let Some(slack) = examples::slack::adapter(&args, &state)? {
+    if let Some(slack) = examples::slack::adapter(&args, &kv)? {
         if let Some(oauth) = &slack.oauth {
             routes = routes.merge(examples::slack::oauth_routes(oauth));
             tracing::info!(
@@ -120,7 +120,8 @@ async fn main() -> Result<(), BoxError> {
     Ok(())
 }
 
-async fn state(args: &Args) -> Result<Arc<dyn StateBackend>, BoxError> {
+/// The state backend, and the same backend as the KV store installations live in.
+async fn state(args: &Args) -> Result<(Arc<dyn StateBackend>, Arc<dyn KvStore>), BoxError> {
     if !args.redis_cluster_urls.is_empty() {
         let s = chat_state_redis::RedisState::builder()
             .cluster(args.redis_cluster_urls.iter().cloned())
@@ -130,7 +131,8 @@ async fn state(args: &Args) -> Result<Arc<dyn StateBackend>, BoxError> {
             .build()
             .await?;
         tracing::info!("state: Redis Cluster");
-        return Ok(Arc::new(s));
+        let s = Arc::new(s);
+        return Ok((s.clone(), s));
     }
     match &args.redis_url {
         Some(url) => {
@@ -142,11 +144,13 @@ async fn state(args: &Args) -> Result<Arc<dyn StateBackend>, BoxError> {
                 .build()
                 .await?;
             tracing::info!("state: Redis");
-            Ok(Arc::new(s))
+            let s = Arc::new(s);
+            Ok((s.clone(), s))
         }
         None => {
             tracing::info!("state: in memory (set REDIS_URL for Redis)");
-            Ok(Arc::new(chat_state_memory::MemoryState::new()))
+            let s = Arc::new(chat_state_memory::MemoryState::new());
+            Ok((s.clone(), s))
         }
     }
 }

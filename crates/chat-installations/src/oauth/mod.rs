@@ -20,17 +20,19 @@
 //! #[derive(Debug)]
 //! struct Example;
 //!
+//! const EXAMPLE: Platform = Platform::new("example");
+//!
 //! #[async_trait]
 //! impl OAuthProvider for Example {
 //!     fn platform(&self) -> Platform {
-//!         Platform::Test
+//!         EXAMPLE
 //!     }
 //!     fn defaults(&self) -> ProviderDefaults {
 //!         ProviderDefaults::new("https://example.com/oauth/authorize", "example_oauth")
 //!             .scopes(&["read", "write"])
 //!     }
 //!     async fn exchange(&self, _: &OAuthClient, code: &str, now_ms: u64) -> Result<Installation, OAuthError> {
-//!         Ok(Installation::new(Platform::Test, "team-1", Secret::new(format!("token-for-{code}")))
+//!         Ok(Installation::new(EXAMPLE, "team-1", Secret::new(format!("token-for-{code}")))
 //!             .with_installed_at_ms(now_ms))
 //!     }
 //! }

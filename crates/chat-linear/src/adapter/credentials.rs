@@ -72,7 +72,7 @@ impl LinearAdapter {
                 .map_err(|e| AdapterError::Transport(Box::new(e)))?,
             None => installations
                 .store
-                .get(Platform::Linear, tenant)
+                .get(Platform::LINEAR, tenant)
                 .await
                 .map_err(|e| AdapterError::Transport(Box::new(e)))?,
         }

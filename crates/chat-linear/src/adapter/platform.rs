@@ -21,7 +21,7 @@ impl PlatformAdapter for LinearAdapter {
     }
 
     fn platform(&self) -> Platform {
-        Platform::Linear
+        Platform::LINEAR
     }
 
     fn max_body_bytes(&self) -> usize {
@@ -60,13 +60,13 @@ impl PlatformAdapter for LinearAdapter {
         if let EventKind::Other(other) = &event.kind
             && other.name == inbound::OAUTH_APP_REVOKED
         {
-            let removed = store.delete(Platform::Linear, &tenant).await?;
+            let removed = store.delete(Platform::LINEAR, &tenant).await?;
             tracing::info!(tenant = %tenant, removed, "linear: OAuth app revoked; installation deleted");
             return Ok(Resolution::Ignored {
                 reason: "app-revoked",
             });
         }
-        let Some(installation) = store.get(Platform::Linear, &tenant).await? else {
+        let Some(installation) = store.get(Platform::LINEAR, &tenant).await? else {
             tracing::info!(tenant = %tenant, event_id = %event.id, "linear: delivery for an organization without an installation");
             return Ok(Resolution::Ignored {
                 reason: "unknown-installation",
@@ -262,7 +262,7 @@ impl PlatformAdapter for LinearAdapter {
             return;
         };
         if session.action != AgentSessionAction::Created
-            || event.platform() != Platform::Linear
+            || event.platform() != Platform::LINEAR
             || posted()
         {
             return;

@@ -30,10 +30,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use chat_core::{
     Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, Handoff, Lease, LeaseToken,
-    Recovered, Release, Renewal, ScopeKey, SetMode, SlotGrant, StateBackend, StateError, ThreadRef,
+    Recovered, Release, Renewal, ScopeKey, SlotGrant, StateBackend, StateError, ThreadRef,
 };
 use chat_runtime::{
     Bot, CancelCause, Concurrency, Ctx, Event, Outcome, OutcomeRecord, RuntimeOptions,
@@ -684,21 +683,6 @@ impl StateBackend for Hooked {
     }
     async fn is_subscribed(&self, t: &ThreadRef) -> Result<bool, StateError> {
         self.inner.is_subscribed(t).await
-    }
-    async fn kv_get(&self, k: &str) -> Result<Option<Bytes>, StateError> {
-        self.inner.kv_get(k).await
-    }
-    async fn kv_set(
-        &self,
-        k: &str,
-        v: Bytes,
-        ttl: Option<Duration>,
-        m: SetMode,
-    ) -> Result<bool, StateError> {
-        self.inner.kv_set(k, v, ttl, m).await
-    }
-    async fn kv_delete(&self, k: &str) -> Result<bool, StateError> {
-        self.inner.kv_delete(k).await
     }
     async fn health(&self) -> Result<(), StateError> {
         self.inner.health().await

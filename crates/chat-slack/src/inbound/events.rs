@@ -179,14 +179,11 @@ fn posted(
         d.event_id.clone(),
         format!("{channel}:{ts}"),
         thread(&d.tenant, channel, &root),
-        EventKind::Message(Message {
-            id: ts,
-            author,
-            text,
-            change: MessageChange::Posted,
-            is_mention,
-            is_dm,
-        }),
+        EventKind::Message(
+            Message::new(ts, author, text)
+                .with_mention(is_mention)
+                .with_dm(is_dm),
+        ),
     ))
 }
 
@@ -226,14 +223,12 @@ fn edited(cx: &Context, d: &Delivery, m: &MessageEvent, channel: &str, is_dm: bo
         d.event_id.clone(),
         dedupe,
         thread(&d.tenant, channel, &root),
-        EventKind::Message(Message {
-            id: ts,
-            author,
-            text,
-            change: MessageChange::Edited,
-            is_mention,
-            is_dm,
-        }),
+        EventKind::Message(
+            Message::new(ts, author, text)
+                .with_change(MessageChange::Edited)
+                .with_mention(is_mention)
+                .with_dm(is_dm),
+        ),
     )
 }
 
@@ -265,14 +260,11 @@ fn deleted(cx: &Context, d: &Delivery, m: &MessageEvent, channel: &str, is_dm: b
         d.event_id.clone(),
         format!("{channel}:{ts}:deleted"),
         thread(&d.tenant, channel, &root),
-        EventKind::Message(Message {
-            id: ts,
-            author,
-            text: String::new(),
-            change: MessageChange::Deleted,
-            is_mention: false,
-            is_dm,
-        }),
+        EventKind::Message(
+            Message::new(ts, author, "")
+                .with_change(MessageChange::Deleted)
+                .with_dm(is_dm),
+        ),
     )
 }
 
@@ -309,12 +301,7 @@ fn reaction(cx: &Context, d: &Delivery, event: &str, added: bool) -> Result<Inbo
         d.event_id.clone(),
         d.event_id.clone(),
         thread(&d.tenant, channel, ts),
-        EventKind::Reaction(Reaction {
-            emoji,
-            added,
-            user,
-            message_id: ts.to_owned(),
-        }),
+        EventKind::Reaction(Reaction::new(emoji, added, user, ts)),
     ))
 }
 
@@ -341,10 +328,7 @@ fn assistant_thread(
         d.event_id.clone(),
         d.event_id.clone(),
         thread,
-        EventKind::Other(OtherEvent {
-            name: kind.to_owned(),
-            data: event,
-        }),
+        EventKind::Other(OtherEvent::new(kind, event)),
     ))
 }
 
@@ -364,10 +348,7 @@ fn channel_event(
         d.event_id.clone(),
         d.event_id.clone(),
         thread(&d.tenant, &channel, ""),
-        EventKind::Other(OtherEvent {
-            name: kind.to_owned(),
-            data: event,
-        }),
+        EventKind::Other(OtherEvent::new(kind, event)),
     ))
 }
 
@@ -378,9 +359,6 @@ fn lifecycle(cx: &Context, d: &Delivery, kind: &str, event: serde_json::Value) -
         d.event_id.clone(),
         d.event_id.clone(),
         thread(&d.tenant, "", ""),
-        EventKind::Other(OtherEvent {
-            name: kind.to_owned(),
-            data: event,
-        }),
+        EventKind::Other(OtherEvent::new(kind, event)),
     )
 }

@@ -43,22 +43,19 @@ fn slash_command(cx: &Context, form: Form) -> Result<Inbound, WebhookError> {
     let id = present(form.trigger_id.as_ref())
         .map(str::to_owned)
         .unwrap_or_else(|| body_id(&cx.raw));
-    let user = Author {
-        id: form.user_id.unwrap_or_default(),
-        name: form.user_name.filter(|n| !n.is_empty()),
-        is_bot: false,
-        is_me: false,
-    };
+    let mut user = Author::new(form.user_id.unwrap_or_default());
+    user.name = form.user_name.filter(|n| !n.is_empty());
+    let mut command = SlashCommand::new(
+        form.command.unwrap_or_default(),
+        form.text.unwrap_or_default(),
+        user,
+    );
+    command.response_url = form.response_url.filter(|u| !u.is_empty());
+    command.trigger_id = form.trigger_id.filter(|t| !t.is_empty());
     Ok(cx.event(
         id.clone(),
         id,
         thread(&tenant, &channel, ""),
-        EventKind::SlashCommand(SlashCommand {
-            command: form.command.unwrap_or_default(),
-            text: form.text.unwrap_or_default(),
-            user,
-            response_url: form.response_url.filter(|u| !u.is_empty()),
-            trigger_id: form.trigger_id.filter(|t| !t.is_empty()),
-        }),
+        EventKind::SlashCommand(command),
     ))
 }

@@ -44,14 +44,11 @@ fn tenant(i: &Interaction) -> Result<String, WebhookError> {
 
 fn user(i: &Interaction) -> Author {
     let u = i.user.as_ref();
-    Author {
-        id: u.and_then(|u| u.id.clone()).unwrap_or_default(),
-        name: u
-            .and_then(|u| present(u.username.as_ref()).or(present(u.name.as_ref())))
-            .map(str::to_owned),
-        is_bot: false,
-        is_me: false,
-    }
+    let mut author = Author::new(u.and_then(|u| u.id.clone()).unwrap_or_default());
+    author.name = u
+        .and_then(|u| present(u.username.as_ref()).or(present(u.name.as_ref())))
+        .map(str::to_owned);
+    author
 }
 
 /// The delivery's id: the `trigger_id` (unique per interaction), else a digest
@@ -105,17 +102,15 @@ fn block_actions(cx: &Context, i: &Interaction) -> Result<Inbound, WebhookError>
     };
     let id = id(cx, i);
     let (channel, root) = location(i, &id);
+    let mut click = Action::new(action.action_id.clone().unwrap_or_default(), user(i));
+    click.value = action_value(action);
+    click.response_url = i.response_url.clone().filter(|u| !u.is_empty());
+    click.trigger_id = i.trigger_id.clone().filter(|t| !t.is_empty());
     Ok(cx.event(
         id.clone(),
         id,
         thread(&tenant, &channel, &root),
-        EventKind::Action(Action {
-            action_id: action.action_id.clone().unwrap_or_default(),
-            value: action_value(action),
-            user: user(i),
-            response_url: i.response_url.clone().filter(|u| !u.is_empty()),
-            trigger_id: i.trigger_id.clone().filter(|t| !t.is_empty()),
-        }),
+        EventKind::Action(click),
     ))
 }
 
@@ -147,16 +142,13 @@ fn view(cx: &Context, i: &Interaction, submitted: bool) -> Result<Inbound, Webho
         .to_owned();
     let id = id(cx, i);
     let root = view_thread(i).unwrap_or_else(|| view_id.clone());
-    let modal = Modal {
-        callback_id: v.callback_id.clone().unwrap_or_default(),
-        view_id,
-        user: user(i),
-        values: v
-            .state
-            .as_ref()
-            .and_then(|s| s.values.clone())
-            .unwrap_or(serde_json::Value::Null),
-    };
+    let modal = Modal::new(v.callback_id.clone().unwrap_or_default(), view_id, user(i))
+        .with_values(
+            v.state
+                .as_ref()
+                .and_then(|s| s.values.clone())
+                .unwrap_or(serde_json::Value::Null),
+        );
     let kind = if submitted {
         EventKind::ModalSubmit(modal)
     } else {
@@ -180,9 +172,6 @@ fn shortcut(
         id.clone(),
         id,
         thread(&tenant, &channel, &root),
-        EventKind::Other(OtherEvent {
-            name: kind,
-            data: value,
-        }),
+        EventKind::Other(OtherEvent::new(kind, value)),
     ))
 }

@@ -11,9 +11,7 @@ mod interactive;
 pub(crate) mod payload;
 
 use bytes::Bytes;
-use chat_core::{
-    Author, DedupeKey, Event, EventId, EventKind, Inbound, Platform, ThreadRef, WebhookError,
-};
+use chat_core::{Author, Event, EventKind, Inbound, Platform, ThreadRef, WebhookError};
 use http::HeaderValue;
 use http::header::CONTENT_TYPE;
 
@@ -85,16 +83,12 @@ impl Context {
 
     /// Builds the event with this delivery's metadata.
     fn event(&self, id: String, dedupe: String, thread: ThreadRef, kind: EventKind) -> Inbound {
-        Inbound::Event(Box::new(Event {
-            id: EventId::new(id),
-            dedupe_key: DedupeKey::new(dedupe),
-            thread,
-            received_at_ms: self.received_at_ms,
-            attempt: self.attempt,
-            retry_reason: self.retry_reason.clone(),
-            kind,
-            raw: self.raw.clone(),
-        }))
+        Inbound::Event(Box::new(
+            Event::new(id, dedupe, thread, kind)
+                .with_received_at_ms(self.received_at_ms)
+                .with_attempt(self.attempt, self.retry_reason.clone())
+                .with_raw(self.raw.clone()),
+        ))
     }
 }
 
@@ -142,7 +136,7 @@ pub(crate) fn content_type(headers: &http::HeaderMap) -> Option<&HeaderValue> {
 }
 
 fn thread(tenant: &str, channel: &str, thread: &str) -> ThreadRef {
-    ThreadRef::new(Platform::Slack, tenant, channel, thread)
+    ThreadRef::new(Platform::SLACK, tenant, channel, thread)
 }
 
 /// `Some(s)` unless `s` is missing or empty.
@@ -200,12 +194,11 @@ fn author(
 ) -> Author {
     let user = present(user);
     let bot_id = present(bot_id);
-    Author {
-        id: user.or(bot_id).unwrap_or_default().to_owned(),
-        name,
-        is_bot: bot_id.is_some() || is_bot_subtype,
-        is_me: cx.is_me(user, bot_id, installation_user),
-    }
+    let mut author = Author::new(user.or(bot_id).unwrap_or_default())
+        .with_bot(bot_id.is_some() || is_bot_subtype)
+        .with_me(cx.is_me(user, bot_id, installation_user));
+    author.name = name;
+    author
 }
 
 /// The loop filter: our own messages always, other bots' unless configured.

@@ -8,7 +8,7 @@ pub(crate) mod servers;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chat_testkit::Harness;
+use chat_testkit::{Harness, KvHarness};
 
 use servers::{cluster_state, single_state};
 
@@ -24,4 +24,14 @@ pub(crate) async fn single() -> Option<Harness> {
 /// A conformance harness on the cluster.
 pub(crate) async fn cluster() -> Option<Harness> {
     Some(Harness::real_time(Arc::new(cluster_state().await?), UNIT))
+}
+
+/// A KV conformance harness on the single server.
+pub(crate) async fn single_kv() -> Option<KvHarness> {
+    Some(KvHarness::real_time(Arc::new(single_state().await?), UNIT))
+}
+
+/// A KV conformance harness on the cluster.
+pub(crate) async fn cluster_kv() -> Option<KvHarness> {
+    Some(KvHarness::real_time(Arc::new(cluster_state().await?), UNIT))
 }

@@ -2,7 +2,7 @@
 
 use chat_core::{
     CancelOutcome, CancelRequest, Concurrency, DebounceOptions, Handoff, Lease, Recovered, Release,
-    Renewal, ScopeKey, StateBackend,
+    Renewal, ScopeKey,
 };
 
 use crate::harness::{Harness, expect_handoff_run, expect_hold, expect_run, ids, ok};
@@ -130,59 +130,6 @@ pub async fn sweep_claims_an_orphaned_debounce_pending(h: Harness) {
 /// The backend answers its health check.
 pub async fn health_check_answers(h: Harness) {
     ok("health", h.backend().health().await);
-}
-
-/// KV: set, get, overwrite, delete.
-pub async fn kv_set_get_delete(h: Harness) {
-    let b: &dyn StateBackend = h.backend().as_ref();
-    let key = format!("{}:k", h.tenant());
-    assert_eq!(ok("get", b.kv_get(&key).await), None);
-    assert!(ok(
-        "set",
-        b.kv_set(&key, "v1".into(), None, Default::default()).await
-    ));
-    assert_eq!(ok("get", b.kv_get(&key).await).as_deref(), Some(&b"v1"[..]));
-    assert!(ok(
-        "set",
-        b.kv_set(&key, "v2".into(), None, Default::default()).await
-    ));
-    assert_eq!(ok("get", b.kv_get(&key).await).as_deref(), Some(&b"v2"[..]));
-    assert!(ok("delete", b.kv_delete(&key).await));
-    assert!(!ok("delete", b.kv_delete(&key).await));
-    assert_eq!(ok("get", b.kv_get(&key).await), None);
-}
-
-/// KV: an entry with a TTL is gone after it.
-pub async fn kv_entries_expire(h: Harness) {
-    let b = h.backend();
-    let key = format!("{}:ttl", h.tenant());
-    ok(
-        "set",
-        b.kv_set(&key, "v".into(), Some(h.t(2)), Default::default())
-            .await,
-    );
-    h.advance(h.t(1)).await;
-    assert!(ok("get", b.kv_get(&key).await).is_some());
-    h.advance(h.t(2)).await;
-    assert_eq!(ok("get", b.kv_get(&key).await), None);
-}
-
-/// KV: `IfAbsent` writes only when the key is absent (or expired).
-pub async fn kv_set_if_absent(h: Harness) {
-    let b = h.backend();
-    let key = format!("{}:nx", h.tenant());
-    let nx = chat_core::SetMode::IfAbsent;
-    assert!(ok(
-        "set",
-        b.kv_set(&key, "first".into(), Some(h.t(2)), nx).await
-    ));
-    assert!(!ok("set", b.kv_set(&key, "second".into(), None, nx).await));
-    assert_eq!(
-        ok("get", b.kv_get(&key).await).as_deref(),
-        Some(&b"first"[..])
-    );
-    h.advance(h.t(3)).await;
-    assert!(ok("set", b.kv_set(&key, "third".into(), None, nx).await));
 }
 
 /// `release` gives the lease up, acknowledges the finished batch, and leaves

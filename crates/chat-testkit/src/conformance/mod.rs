@@ -15,12 +15,26 @@
 //!
 //! The race cases (`race_*`) are also listed by [`race_cases!`](crate::race_cases),
 //! for running them again under a multi-threaded runtime.
+//!
+//! A [`KvStore`](chat_core::KvStore) runs the `kv_*` cases with
+//! [`kv_store_conformance!`](crate::kv_store_conformance), given a
+//! [`KvHarness`](crate::KvHarness):
+//!
+//! ```
+//! mod kv {
+//!     chat_testkit::kv_store_conformance!(
+//!         #[tokio::test(start_paused = true)]
+//!         async { chat_testkit::KvHarness::paused(chat_state_memory::MemoryState::new()) }
+//!     );
+//! }
+//! ```
 
 mod burst;
 pub(crate) mod control;
 mod debounce;
 mod dedupe;
 mod durable;
+mod kv;
 mod lease;
 mod queue;
 mod races;
@@ -31,6 +45,7 @@ pub use control::*;
 pub use debounce::*;
 pub use dedupe::*;
 pub use durable::*;
+pub use kv::*;
 pub use lease::*;
 pub use queue::*;
 pub use races::*;
@@ -112,9 +127,6 @@ macro_rules! __conformance_cases {
             lapsed_holder_acknowledges_its_own_batch,
             adopted_batches_read_as_first_handed_out,
             health_check_answers,
-            kv_set_get_delete,
-            kv_entries_expire,
-            kv_set_if_absent,
             race_one_dedupe_key_has_one_winner,
             race_one_scope_has_one_lease,
             race_slots_never_exceed_max,
@@ -181,5 +193,33 @@ macro_rules! state_backend_conformance {
 macro_rules! race_cases {
     (#[$attr:meta] $make:expr) => {
         $crate::__race_cases!(__emit_conformance_tests! { #[$attr] $make });
+    };
+}
+
+/// Emits one test per [`KvStore`](chat_core::KvStore) case, each given a fresh
+/// [`KvHarness`](crate::KvHarness) from `$make`, under the test attribute
+/// `#[$attr]`.
+#[macro_export]
+macro_rules! kv_store_conformance {
+    (#[$attr:meta] $make:expr) => {
+        $crate::__kv_store_tests! { #[$attr] $make ;
+            kv_set_get_delete,
+            kv_entries_expire,
+            kv_set_if_absent,
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kv_store_tests {
+    (#[$attr:meta] $make:expr ; $($case:ident),* $(,)?) => {
+        $(
+            #[$attr]
+            async fn $case() {
+                let harness: $crate::KvHarness = $make.await;
+                $crate::conformance::$case(harness).await;
+            }
+        )*
     };
 }

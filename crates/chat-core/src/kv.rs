@@ -1,0 +1,59 @@
+//! [`KvStore`]: a small key-value store with expiry, for what is not the
+//! runtime's protocol state — installations (`chat-installations`), caches.
+//!
+//! Separate from [`StateBackend`](crate::StateBackend) so that a backend for the
+//! runtime's protocol need not offer it, and a store of installations needs
+//! nothing else. The memory and Redis backends implement both; their KV lives
+//! beside the protocol state under the same key prefix.
+//!
+//! # Contract
+//!
+//! * Each call is one atomic step: a `set` is seen whole or not at all.
+//! * An entry with a TTL is gone (reads `None`, `delete` answers `false`,
+//!   `IfAbsent` may write it again) once the TTL has passed on the store's clock.
+//! * Keys are opaque UTF-8 strings chosen by the caller; the store may prefix
+//!   them, never interpret them.
+//! * Errors are [`StateError`]s of the store itself; [`StateError::Timeout`] and
+//!   [`StateError::Unavailable`] say nothing about whether a `set` or `delete`
+//!   ran. Every call is safe to repeat.
+//!
+//! `chat-testkit`'s `kv_store_conformance!` checks these rules.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use crate::error::StateError;
+
+/// How a [`KvStore::set`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SetMode {
+    /// Always write.
+    #[default]
+    Always,
+    /// Write only if the key is absent (or expired).
+    IfAbsent,
+}
+
+/// A key-value store with optional expiry. Object-safe: users hold an
+/// `Arc<dyn KvStore>`.
+#[async_trait]
+pub trait KvStore: Send + Sync + 'static {
+    /// Reads an entry; `None` when absent or expired.
+    async fn get(&self, key: &str) -> Result<Option<Bytes>, StateError>;
+
+    /// Writes an entry, with an optional TTL. Returns whether it was written
+    /// (always `true` under [`SetMode::Always`]).
+    async fn set(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<Duration>,
+        mode: SetMode,
+    ) -> Result<bool, StateError>;
+
+    /// Deletes an entry; returns whether a live one existed.
+    async fn delete(&self, key: &str) -> Result<bool, StateError>;
+}
