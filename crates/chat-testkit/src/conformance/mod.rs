@@ -151,15 +151,19 @@ macro_rules! __race_cases {
     };
 }
 
-/// Emits one test per case: `#[$attr] async fn case() { case($make.await).await }`.
+/// Emits one test per case: `#[$attr] async fn case() { case($make.await).await }`,
+/// the harness a [`Harness`](crate::Harness) unless `=> Type` names another.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __emit_conformance_tests {
     (#[$attr:meta] $make:expr ; $($case:ident),* $(,)?) => {
+        $crate::__emit_conformance_tests! { #[$attr] $make => $crate::Harness ; $($case),* }
+    };
+    (#[$attr:meta] $make:expr => $harness:ty ; $($case:ident),* $(,)?) => {
         $(
             #[$attr]
             async fn $case() {
-                let harness: $crate::Harness = $make.await;
+                let harness: $harness = $make.await;
                 $crate::conformance::$case(harness).await;
             }
         )*
@@ -202,24 +206,10 @@ macro_rules! race_cases {
 #[macro_export]
 macro_rules! kv_store_conformance {
     (#[$attr:meta] $make:expr) => {
-        $crate::__kv_store_tests! { #[$attr] $make ;
+        $crate::__emit_conformance_tests! { #[$attr] $make => $crate::KvHarness ;
             kv_set_get_delete,
             kv_entries_expire,
             kv_set_if_absent,
         }
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __kv_store_tests {
-    (#[$attr:meta] $make:expr ; $($case:ident),* $(,)?) => {
-        $(
-            #[$attr]
-            async fn $case() {
-                let harness: $crate::KvHarness = $make.await;
-                $crate::conformance::$case(harness).await;
-            }
-        )*
     };
 }
