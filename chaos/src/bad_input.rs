@@ -93,9 +93,7 @@ pub async fn run(bin: &Path, work: &Path) -> Result<Vec<String>, String> {
     let dir = work.join("bad-input");
     let ledger_dir = dir.join("ledger");
     std::fs::create_dir_all(&ledger_dir).map_err(|e| e.to_string())?;
-    let redis = Redis::start(&dir)
-        .await
-        .map_err(|e| format!("redis: {e}"))?;
+    let redis = Redis::start().map_err(|e| format!("redis: {e}"))?;
     let prefix = "chaos-bad-input";
     let env: Vec<(String, String)> = [
         ("SLACK_SIGNING_SECRET", SECRET.to_owned()),
@@ -172,7 +170,6 @@ pub async fn run(bin: &Path, work: &Path) -> Result<Vec<String>, String> {
     }
     let keys = redis
         .keys(&format!("{prefix}:*"))
-        .await
         .map_err(|e| e.to_string())?;
     if !keys.is_empty() {
         breaches.push(format!("state was touched: {keys:?}"));

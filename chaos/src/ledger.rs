@@ -3,53 +3,13 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use serde::Deserialize;
-
-/// One ledger line (see `examples::stats::Ledger`).
-#[derive(Debug, Clone, Deserialize)]
-pub struct Line {
-    /// The platform's event id.
-    pub event_id: String,
-    /// The thread, `platform:tenant:channel:thread`.
-    pub thread: Option<String>,
-    /// Which replica wrote it.
-    pub replica: String,
-    /// Handler start, ms since the epoch (handler runs only).
-    pub start_ms: Option<u64>,
-    /// When the outcome was recorded.
-    pub end_ms: u64,
-    /// The outcome's stable name.
-    pub outcome: String,
-    /// Why.
-    pub reason: String,
-}
-
-impl Line {
-    /// A final outcome: everything but duplicates, refusals before the ack and
-    /// the stop request bookkeeping.
-    pub fn is_terminal(&self) -> bool {
-        !matches!(
-            self.outcome.as_str(),
-            "message-duplicate" | "message-rejected"
-        )
-    }
-}
+/// One ledger line, the type echo-bot writes them with.
+pub use examples::ledger::LedgerLine as Line;
 
 /// Reads every `*.jsonl` ledger in `dir`. A torn last line (a killed writer) is
 /// skipped.
 pub fn load(dir: &Path) -> std::io::Result<Vec<Line>> {
-    let mut lines = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "jsonl") {
-            for l in std::fs::read_to_string(&path)?.lines() {
-                if let Ok(line) = serde_json::from_str::<Line>(l) {
-                    lines.push(line);
-                }
-            }
-        }
-    }
-    Ok(lines)
+    examples::ledger::read_dir(dir)
 }
 
 /// What the sender knows about one user action (twins share one).

@@ -322,9 +322,7 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
     let dir = work.join(sc.name);
     let ledger_dir = dir.join("ledger");
     std::fs::create_dir_all(&ledger_dir).map_err(|e| e.to_string())?;
-    let mut redis = Redis::start(&dir)
-        .await
-        .map_err(|e| format!("redis: {e}"))?;
+    let mut redis = Redis::start().map_err(|e| format!("redis: {e}"))?;
     let fake = FakeSlack::try_start()
         .await
         .map_err(|e| format!("fake slack: {e}"))?;
@@ -363,7 +361,7 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
         }
         v.into_iter().map(|(k, val)| (k.to_owned(), val)).collect()
     };
-    let proxy = crate::proxy::Proxy::start(redis.port)
+    let proxy = crate::proxy::Proxy::start(redis.port())
         .await
         .map_err(|e| format!("proxy: {e}"))?;
     proxy.mirror(matches!(sc.fault, Fault::RunTwice));
@@ -456,7 +454,7 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
         Fault::None => {}
         Fault::PauseWrites { at, ms } => {
             tokio::time::sleep_until(started + Duration::from_millis(at)).await;
-            redis.pause_writes(ms).await.map_err(|e| e.to_string())?;
+            redis.pause_writes(ms).map_err(|e| e.to_string())?;
         }
         Fault::StopRedis { at, ms } => {
             tokio::time::sleep_until(started + Duration::from_millis(at)).await;
@@ -466,7 +464,7 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
         }
         Fault::RestartRedisEmpty { at } => {
             tokio::time::sleep_until(started + Duration::from_millis(at)).await;
-            redis.restart_empty().await.map_err(|e| e.to_string())?;
+            tokio::task::block_in_place(|| redis.restart_empty()).map_err(|e| e.to_string())?;
         }
         Fault::KillReplica { at } => {
             tokio::time::sleep_until(started + Duration::from_millis(at)).await;
@@ -531,7 +529,6 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
     quiesce(&replicas, Duration::from_millis(sc.delay_ms * 4 + 15_000)).await;
     let leftover: Vec<String> = redis
         .keys(&format!("{prefix}:*"))
-        .await
         .map_err(|e| e.to_string())?
         .into_iter()
         .filter(|k| {

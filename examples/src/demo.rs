@@ -37,9 +37,9 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::config::ConcurrencyArg;
-use crate::drive::ledger::{self, LedgerLine};
 use crate::drive::oauth::{self, SlackInstall};
 use crate::drive::{self, Answer, Delivery, EchoBot, EchoBotCommand, slack};
+use crate::ledger::{self, LedgerLine};
 
 /// How the demo runs.
 #[derive(Debug, Clone)]

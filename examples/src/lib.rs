@@ -11,7 +11,9 @@
 //! * [`echo`]: the handlers.
 //! * [`slack`]: the Slack adapter, in single-token or installation mode, and
 //!   the install flow's routes.
-//! * [`stats`]: outcome counters for `GET /stats`, and the outcome ledger.
+//! * [`stats`]: outcome counters for `GET /stats`.
+//! * [`ledger`]: the outcome ledger, written by echo-bot and read by the demo,
+//!   the tests and the reliability harness.
 //!
 //! ```
 //! use examples::echo::echo_text;
@@ -30,6 +32,7 @@ pub mod config;
 pub mod demo;
 pub mod drive;
 pub mod echo;
+pub mod ledger;
 pub mod linear;
 pub mod slack;
 pub mod stats;

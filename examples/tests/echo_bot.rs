@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chat_testkit::{FakeLinear, FakeSlack, FakeSlackOAuth, SlackWorkspace};
-use examples::drive::{self, Delivery, EchoBot, EchoBotCommand, ledger, linear, oauth, slack};
+use examples::drive::{self, Delivery, EchoBot, EchoBotCommand, linear, oauth, slack};
+use examples::ledger;
 use serde_json::{Value, json};
 
 /// How long any one wait may take: generous, for a loaded CI machine.

@@ -25,13 +25,15 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::cmd::{cargo, is_ci, root};
+use chat_test_redis::RedisServer;
+
 use crate::redis;
 
 const USAGE: &str = "\
@@ -173,79 +175,8 @@ impl Drop for Owned {
     }
 }
 
-/// A throwaway `redis-server` on a free loopback port, in a directory of its
-/// own, without persistence.
-struct RedisServer {
-    _child: Owned,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl RedisServer {
-    fn start() -> Result<Self, String> {
-        let port = free_port()?;
-        let dir = std::env::temp_dir().join(format!("chat-rs-bench-redis-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(&dir)
-            .arg("--logfile")
-            .arg(dir.join("redis.log"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("starting redis-server: {e}"))?;
-        let server = Self {
-            _child: Owned(child),
-            port,
-            dir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while server.command(&["PING"]).as_deref() != Ok("PONG") {
-            if Instant::now() > deadline {
-                return Err(format!("redis-server on port {port} did not answer"));
-            }
-            sleep(Duration::from_millis(50));
-        }
-        Ok(server)
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// One command; the first line of the answer without its type byte.
-    fn command(&self, args: &[&str]) -> Result<String, String> {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).map_err(|e| e.to_string())?;
-        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-        let mut req = format!("*{}\r\n", args.len());
-        for a in args {
-            let _ = write!(req, "${}\r\n{a}\r\n", a.len());
-        }
-        s.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
-        let mut line = String::new();
-        BufReader::new(s)
-            .read_line(&mut line)
-            .map_err(|e| e.to_string())?;
-        Ok(line.trim_end().get(1..).unwrap_or_default().to_owned())
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.dir);
-    }
-}
-
 fn free_port() -> Result<u16, String> {
-    TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("finding a free port: {e}"))
+    Ok(chat_test_redis::free_ports(1, false)?[0])
 }
 
 /// State backend of a run.

@@ -1,14 +1,11 @@
 //! Tests that need a Redis server to themselves: command counts (`INFO
 //! commandstats` is server-wide), and a server that stops and comes back.
 //!
-//! Each starts its own `redis-server` on a free loopback port. Without the
-//! binary they skip with a notice, except under `CI=true`.
-
-// The skip notice is the point: a skipped Redis test must be seen.
-#![allow(clippy::print_stderr)]
+//! Each starts its own `redis-server` on a free loopback port
+//! (`chat-test-redis`). Without the binary they skip with a notice, except
+//! under `CI=true`.
 
 use std::collections::HashMap;
-use std::net::TcpListener;
 use std::time::Duration;
 
 use chat_core::{
@@ -16,73 +13,13 @@ use chat_core::{
     StateBackend, StateError,
 };
 use chat_state_redis::RedisState;
+use chat_test_redis::RedisServer;
 use chat_testkit::EventBuilder;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
-fn is_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("no free port: {e}"))
-}
-
-/// A `redis-server` of this test, killed when dropped.
-struct Server {
-    port: u16,
-    child: Child,
-}
-
-impl Server {
-    async fn start(port: u16) -> Option<Self> {
-        let spawned = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn();
-        let child = match spawned {
-            Ok(c) => c,
-            Err(e) if is_ci() => panic!("redis-server could not start under CI=true: {e}"),
-            Err(_) => {
-                eprintln!(
-                    "\n!!! SKIPPED: redis-server is not installed, so this test did not run.\n"
-                );
-                return None;
-            }
-        };
-        let server = Self { port, child };
-        for _ in 0..200 {
-            if let Ok(mut c) = server.client().get_multiplexed_async_connection().await
-                && redis::cmd("PING")
-                    .query_async::<String>(&mut c)
-                    .await
-                    .is_ok()
-            {
-                return Some(server);
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("redis-server on port {port} did not answer");
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    fn client(&self) -> redis::Client {
-        redis::Client::open(self.url()).unwrap_or_else(|e| panic!("client: {e}"))
-    }
-
-    async fn stop(mut self) {
-        if let Err(e) = self.child.kill().await {
-            panic!("stopping redis-server: {e}");
-        }
-    }
+fn client(server: &RedisServer) -> redis::Client {
+    redis::Client::open(server.url()).unwrap_or_else(|e| panic!("client: {e}"))
 }
 
 /// `INFO commandstats` as command → calls.
@@ -127,7 +64,7 @@ fn request(thread: &str, id: &str, concurrency: Concurrency) -> AdmitRequest {
 /// verdict (granted, queued, pending, dropped, duplicate, waiting).
 #[tokio::test]
 async fn every_admit_is_exactly_one_evalsha() {
-    let Some(server) = Server::start(free_port()).await else {
+    let Some(server) = RedisServer::start_or_skip() else {
         return;
     };
     let state = RedisState::builder()
@@ -136,8 +73,7 @@ async fn every_admit_is_exactly_one_evalsha() {
         .build()
         .await
         .unwrap();
-    let mut stats = server
-        .client()
+    let mut stats = client(&server)
         .get_multiplexed_async_connection()
         .await
         .unwrap();
@@ -150,7 +86,7 @@ async fn every_admit_is_exactly_one_evalsha() {
     // MONITOR shows every command the server runs, with its source: a client's
     // address, or `lua` for the calls inside a script.
     let mut monitor = Command::new("redis-cli")
-        .args(["-p", &server.port.to_string(), "monitor"])
+        .args(["-p", &server.port().to_string(), "monitor"])
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -221,7 +157,10 @@ async fn every_admit_is_exactly_one_evalsha() {
 #[tokio::test]
 async fn a_refused_connection_is_unavailable() {
     let r = RedisState::builder()
-        .url(format!("redis://127.0.0.1:{}", free_port()))
+        .url(format!(
+            "redis://127.0.0.1:{}",
+            chat_test_redis::free_ports(1, false).unwrap()[0]
+        ))
         .timeout(Duration::from_secs(2))
         .build()
         .await;
@@ -254,8 +193,7 @@ async fn bad_configuration_is_an_invalid_request() {
 /// (`NOSCRIPT` recovery).
 #[tokio::test]
 async fn a_restarted_server_is_recovered_from() {
-    let port = free_port();
-    let Some(server) = Server::start(port).await else {
+    let Some(mut server) = RedisServer::start_or_skip() else {
         return;
     };
     let state = RedisState::builder()
@@ -270,7 +208,7 @@ async fn a_restarted_server_is_recovered_from() {
         .admit(request("1", "a", Concurrency::Drop))
         .await
         .unwrap();
-    server.stop().await;
+    server.kill();
 
     let r = state.admit(request("1", "b", Concurrency::Drop)).await;
     assert!(
@@ -279,7 +217,7 @@ async fn a_restarted_server_is_recovered_from() {
     );
     assert!(state.health().await.is_err());
 
-    let _server = Server::start(port).await.unwrap();
+    server.restart_empty().unwrap();
     let mut last = None;
     for _ in 0..3 {
         match state.admit(request("1", "c", Concurrency::queue())).await {

@@ -16,7 +16,8 @@ use chat_runtime::{Bot, BoxError, Ctx, Event, OutcomeRecord};
 use clap::Parser;
 use examples::config::Args;
 use examples::echo;
-use examples::stats::{Ledger, Stats};
+use examples::ledger::Ledger;
+use examples::stats::Stats;
 use tracing_subscriber::EnvFilter;
 
 #[derive(Clone)]

@@ -25,7 +25,6 @@
 //! # Ok(()) }
 //! ```
 
-pub mod ledger;
 pub mod linear;
 pub mod oauth;
 mod process;

@@ -22,9 +22,6 @@
     clippy::expect_used
 )]
 
-#[path = "../../../chat-state-redis/tests/common/servers.rs"]
-mod servers;
-
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -38,6 +35,8 @@ use chat_runtime::{
     Bot, CancelCause, Concurrency, Ctx, Event, Outcome, OutcomeRecord, RuntimeOptions,
 };
 use chat_state_memory::MemoryState;
+use chat_state_redis::RedisState;
+use chat_test_redis::Deployment;
 use chat_testkit::ScriptedAdapter;
 use tokio::time::Instant;
 
@@ -193,7 +192,7 @@ impl Clock {
 #[derive(Debug, Clone)]
 enum Store {
     Memory,
-    Redis(servers::Server),
+    Redis(Deployment),
 }
 
 /// A backend to run scenarios on, with its clock.
@@ -216,7 +215,7 @@ impl Env {
     /// notice (a failure under `CI=true`).
     pub fn redis() -> Option<Self> {
         Some(Self {
-            store: Store::Redis(servers::Server::single()?),
+            store: Store::Redis(Deployment::single()?),
             clock: Clock::REAL,
         })
     }
@@ -224,7 +223,7 @@ impl Env {
     /// The Redis Cluster of `REDIS_CLUSTER_URLS`, in real time.
     pub fn redis_cluster() -> Option<Self> {
         Some(Self {
-            store: Store::Redis(servers::Server::cluster()?),
+            store: Store::Redis(Deployment::cluster()?),
             clock: Clock::REAL,
         })
     }
@@ -237,11 +236,17 @@ impl Env {
                 let state: Arc<dyn StateBackend> = Arc::new(MemoryState::new());
                 vec![state; n]
             }
-            Store::Redis(server) => {
-                let prefix = servers::unique_prefix();
+            Store::Redis(deployment) => {
+                let prefix = chat_test_redis::unique_prefix();
                 let mut stores: Vec<Arc<dyn StateBackend>> = Vec::with_capacity(n);
                 for _ in 0..n {
-                    let state = server.connect(&prefix).await;
+                    let builder = match deployment {
+                        Deployment::Single(url) => RedisState::builder().url(url.as_str()),
+                        Deployment::Cluster(urls) => {
+                            RedisState::builder().cluster(urls.iter().cloned())
+                        }
+                    };
+                    let state = builder.prefix(&prefix).pool_size(4).build().await.unwrap();
                     // Open the pool's connections now rather than inside a
                     // scenario's timed steps.
                     let pings = futures_util::future::join_all((0..4).map(|_| state.health()));
