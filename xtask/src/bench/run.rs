@@ -1,0 +1,398 @@
+//! Running one load: echo-bot, the fake Slack Web API and the load generator
+//! as processes of ours, and the figures a run reports.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use chat_test_redis::RedisServer;
+use serde_json::Value;
+
+use super::report::{fl, git_rev, int, machine, num, utc_now};
+use super::{BOT_USER, Backend, Figures, SECRET, target_dir};
+use crate::cmd::{cargo, is_ci};
+use crate::redis;
+
+/// A process of ours, killed (by its id) when dropped.
+pub(super) struct Owned(Child);
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub(super) fn free_port() -> Result<u16, String> {
+    Ok(chat_test_redis::free_ports(1, false)?[0])
+}
+
+/// One load against a fresh echo-bot.
+pub(super) struct Run {
+    pub(super) label: String,
+    pub(super) backend: Backend,
+    /// echo-bot settings (`CHAT_*`, `ECHO_DELAY_MS`).
+    pub(super) env: Vec<(&'static str, String)>,
+    /// `loadgen run` arguments besides the URL and pid.
+    pub(super) load: Vec<String>,
+    /// Longest the load may take (the watchdog's limit).
+    pub(super) limit: Duration,
+}
+
+pub(super) struct Bench {
+    pub(super) quick: bool,
+    pub(super) out: PathBuf,
+    pub(super) bin: PathBuf,
+    pub(super) slack_url: String,
+    pub(super) fake_slack: Option<Owned>,
+    pub(super) redis: Option<RedisServer>,
+    pub(super) results: fs::File,
+}
+
+/// A setting's value as text.
+#[allow(clippy::needless_pass_by_value)] // numbers and literals, converted once
+pub(super) fn s(v: impl ToString) -> String {
+    v.to_string()
+}
+
+impl Bench {
+    pub(super) fn start(quick: bool, out: PathBuf, chosen: &[&str]) -> Result<Self, String> {
+        let needs_load = chosen.iter().any(|s| *s != "micro");
+        let needs_redis = chosen
+            .iter()
+            .any(|s| matches!(*s, "backends" | "redis-calls" | "micro"));
+        let bin = target_dir().join("release");
+        if needs_load {
+            println!("bench: building echo-bot and loadgen (release)");
+            let status = cargo()
+                .args([
+                    "build",
+                    "--release",
+                    "-p",
+                    "examples",
+                    "--bin",
+                    "echo-bot",
+                    "-p",
+                    "chat-bench",
+                    "--bin",
+                    "loadgen",
+                ])
+                .status()
+                .map_err(|e| format!("cargo build: {e}"))?;
+            if !status.success() {
+                return Err("building echo-bot and loadgen failed".to_owned());
+            }
+        }
+        let (fake_slack, slack_url) = if needs_load {
+            let (owned, url) = fake_slack(&bin)?;
+            (Some(owned), url)
+        } else {
+            (None, String::new())
+        };
+        let redis = if needs_redis {
+            if redis::tools_installed() {
+                let r = RedisServer::start()?;
+                println!("bench: redis-server on {}", r.url());
+                Some(r)
+            } else if is_ci() {
+                return Err("redis-server is needed (apt-get install redis-server)".to_owned());
+            } else {
+                println!(
+                    "\n!!! bench: redis-server not found: the Redis runs are SKIPPED \
+                     (apt-get install redis-server redis-tools)\n"
+                );
+                None
+            }
+        } else {
+            None
+        };
+        let results = fs::File::create(out.join("results.jsonl"))
+            .map_err(|e| format!("results.jsonl: {e}"))?;
+        Ok(Self {
+            quick,
+            out,
+            bin,
+            slack_url,
+            fake_slack,
+            redis,
+            results,
+        })
+    }
+
+    /// The report's header: machine, commit, date, mode.
+    pub(super) fn header(&self, chosen: &[&str]) -> String {
+        let mut h = String::new();
+        let _ = writeln!(
+            h,
+            "# cargo xtask bench {}{}\n",
+            chosen.join(" "),
+            if self.quick { " --quick" } else { "" }
+        );
+        let _ = writeln!(h, "- date (UTC): {}", utc_now());
+        let _ = writeln!(h, "- machine: {}", machine());
+        let _ = writeln!(h, "- commit: {}", git_rev());
+        let _ = writeln!(
+            h,
+            "- mode: {}",
+            if self.quick {
+                "--quick (smoke run: a couple of seconds per load; not a measurement)"
+            } else {
+                "full"
+            }
+        );
+        let _ = writeln!(
+            h,
+            "- echo-bot: release build, RUST_LOG=warn, fake Slack Web API on loopback; \
+             load generator on the same machine\n"
+        );
+        print!("{h}");
+        h
+    }
+
+    pub(super) fn secs(&self, full: f64) -> (f64, f64) {
+        if self.quick { (2.0, 0.5) } else { (full, 2.0) }
+    }
+
+    /// Load arguments: duration and warmup, and an open-loop rate if any.
+    pub(super) fn load(
+        &self,
+        rate: Option<f64>,
+        full_secs: f64,
+        extra: &[&str],
+    ) -> (Vec<String>, Duration) {
+        let (duration, warmup) = self.secs(full_secs);
+        let mut a = vec![
+            "--duration".to_owned(),
+            s(duration),
+            "--warmup".to_owned(),
+            s(warmup),
+        ];
+        if let Some(r) = rate {
+            a.push("--rate".to_owned());
+            a.push(s(r));
+        }
+        a.extend(extra.iter().map(|x| (*x).to_owned()));
+        (a, Duration::from_secs_f64(duration + 120.0))
+    }
+
+    pub(super) fn run_one(&mut self, run: &Run) -> Result<Figures, String> {
+        let redis_url = match run.backend {
+            Backend::Memory => None,
+            Backend::Redis => {
+                let r = self.redis.as_ref().ok_or("no redis-server")?;
+                r.command(&["FLUSHALL"])?;
+                Some(r.url())
+            }
+        };
+        let port = free_port()?;
+        let log_path = self.out.join(format!("{}.echo-bot.log", run.label));
+        let log =
+            fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+        let log_err = log.try_clone().map_err(|e| e.to_string())?;
+        // BENCH_ECHO_BOT: another build of echo-bot (an earlier commit's), for
+        // before/after figures measured in one session.
+        let echo_bot = std::env::var_os("BENCH_ECHO_BOT")
+            .map_or_else(|| self.bin.join("echo-bot"), PathBuf::from);
+        let mut c = Command::new(echo_bot);
+        c.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("BIND", format!("127.0.0.1:{port}"))
+            .env("SLACK_SIGNING_SECRET", SECRET)
+            .env("SLACK_BOT_TOKEN", "xoxb-bench")
+            .env("SLACK_BOT_USER_ID", BOT_USER)
+            .env("SLACK_API_URL", &self.slack_url)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err);
+        if let Some(url) = &redis_url {
+            c.env("REDIS_URL", url);
+        }
+        for (k, v) in &run.env {
+            c.env(k, v);
+        }
+        let child = Owned(c.spawn().map_err(|e| format!("starting echo-bot: {e}"))?);
+        let pid = child.0.id();
+        wait_healthy(port, Duration::from_secs(20))?;
+
+        let mut l = Command::new(self.bin.join("loadgen"));
+        l.arg("run")
+            .args(["--url", &format!("http://127.0.0.1:{port}/webhooks/slack")])
+            .args(["--pid", &pid.to_string()])
+            .args(["--label", &run.label])
+            .args(["--secret", SECRET, "--bot-user-id", BOT_USER])
+            .args(&run.load)
+            .env_remove("SLACK_SIGNING_SECRET")
+            .env_remove("SLACK_BOT_USER_ID");
+        if let Some(url) = &redis_url {
+            l.args(["--redis-url", url]);
+        }
+        print!("bench: {:<28} ", run.label);
+        let _ = std::io::stdout().flush();
+        let fake_pid = self.fake_slack.as_ref().map(|f| f.0.id());
+        let fake_before = fake_pid.and_then(cpu_secs);
+        let (ok, stdout, stderr) = run_bounded(l, run.limit)?;
+        let fake_cpu = match (fake_pid.and_then(cpu_secs), fake_before) {
+            (Some(after), Some(before)) => Some(after - before),
+            _ => None,
+        };
+        drop(child);
+        let text_path = self.out.join(format!("{}.txt", run.label));
+        let _ = fs::write(&text_path, format!("{stdout}{stderr}"));
+        if !ok {
+            println!("failed");
+            return Err(format!(
+                "loadgen failed for {}: {}",
+                run.label,
+                stderr.trim()
+            ));
+        }
+        let line = stdout
+            .lines()
+            .rev()
+            .find(|l| l.starts_with('{'))
+            .ok_or_else(|| format!("no JSON line from loadgen for {}", run.label))?;
+        let _ = writeln!(self.results, "{line}");
+        let mut figures: Figures = serde_json::from_str(line)
+            .map_err(|e| format!("loadgen's JSON line for {}: {e}", run.label))?;
+        // CPU per delivery of the other two processes on the machine.
+        let sent = fl(&figures, "sent").max(1.0);
+        if let Some(cpu) = fake_cpu {
+            figures.insert(
+                "fake_slack_cpu_us_per_delivery".to_owned(),
+                Value::from(cpu * 1e6 / sent),
+            );
+        }
+        let loadgen = fl(&figures, "loadgen_cpu_s");
+        figures.insert(
+            "loadgen_cpu_us_per_delivery".to_owned(),
+            Value::from(loadgen * 1e6 / sent),
+        );
+        println!(
+            "{:>9}/s  ack p99 {:>9} ms  2xx {}  503 {}",
+            num(&figures, "achieved_rate", 0),
+            num(&figures, "ack_p99_ms", 2),
+            int(&figures, "acked"),
+            int(&figures, "status_503")
+        );
+        Ok(figures)
+    }
+
+    pub(super) fn runs(&mut self, runs: &[Run]) -> Result<Vec<(String, Backend, Figures)>, String> {
+        let mut done = Vec::new();
+        for r in runs {
+            if r.backend == Backend::Redis && self.redis.is_none() {
+                println!("bench: {:<28} SKIPPED (no redis-server)", r.label);
+                continue;
+            }
+            done.push((r.label.clone(), r.backend, self.run_one(r)?));
+        }
+        Ok(done)
+    }
+}
+
+/// Starts the fake Slack Web API; returns it and its base URL.
+pub(super) fn fake_slack(bin: &Path) -> Result<(Owned, String), String> {
+    let mut child = Command::new(bin.join("loadgen"))
+        .args([
+            "fake-slack",
+            "--bind",
+            "127.0.0.1:0",
+            "--lifetime-secs",
+            "7200",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("starting the fake Slack API: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no stdout from fake-slack")?;
+    let owned = Owned(child);
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .map_err(|e| format!("reading fake-slack's address: {e}"))?;
+    let base = line
+        .trim()
+        .strip_prefix("fake-slack listening on ")
+        .ok_or_else(|| format!("unexpected fake-slack output {line:?}"))?;
+    Ok((owned, format!("{base}/api")))
+}
+
+/// CPU time (user + system, seconds) a process has used, from
+/// `/proc/<pid>/stat` (10 ms clock ticks).
+pub(super) fn cpu_secs(pid: u32) -> Option<f64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
+/// Waits until echo-bot answers `GET /healthz` with 200.
+pub(super) fn wait_healthy(port: u16, limit: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            let mut head = [0u8; 12];
+            if s.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.1 200") {
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(format!("echo-bot on port {port} did not become healthy"));
+        }
+        sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs a command with its output captured, killing it past `limit`.
+pub(super) fn run_bounded(
+    mut c: Command,
+    limit: Duration,
+) -> Result<(bool, String, String), String> {
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("starting {c:?}: {e}"))?;
+    let mut out = child.stdout.take().ok_or("no stdout")?;
+    let mut err = child.stderr.take().ok_or("no stderr")?;
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() < deadline => sleep(Duration::from_millis(100)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let stdout = out_reader.join().unwrap_or_default();
+    let mut stderr = err_reader.join().unwrap_or_default();
+    if status.is_none() {
+        stderr.push_str(&format!("\nkilled after {limit:?}\n"));
+    }
+    Ok((status.is_some_and(|s| s.success()), stdout, stderr))
+}

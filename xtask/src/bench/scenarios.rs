@@ -1,0 +1,441 @@
+//! The scenarios: each runs its loads and returns its section of the report.
+
+use std::fmt::Write as _;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::report::{at_least, below, fl, group, int, latency_table, num, outcome_table, ratio};
+use super::run::{Bench, Run, s};
+use super::*;
+use crate::cmd::cargo;
+
+impl Bench {
+    pub(super) fn backends(&mut self) -> Result<String, String> {
+        let deferred_queue = || {
+            vec![
+                ("CHAT_DISPATCH", s("deferred")),
+                ("CHAT_CONCURRENCY", s("queue")),
+                // The runtime alone: a handler that does nothing.
+                ("ECHO_NOOP", s("true")),
+            ]
+        };
+        let mut runs = Vec::new();
+        for backend in [Backend::Memory, Backend::Redis] {
+            let (load, limit) = self.load(None, 15.0, &["--connections", "64"]);
+            runs.push(Run {
+                label: format!("{}-max", backend.name()),
+                backend,
+                env: deferred_queue(),
+                load,
+                limit,
+            });
+        }
+        for (backend, rate) in [
+            (Backend::Memory, TARGET_MEMORY_RATE / 2.0),
+            (Backend::Memory, COMMON_RATE),
+            (Backend::Redis, COMMON_RATE),
+        ] {
+            let (load, limit) = self.load(Some(rate), 15.0, &["--connections", "128"]);
+            runs.push(Run {
+                label: format!("{}-at-{rate:.0}", backend.name()),
+                backend,
+                env: deferred_queue(),
+                load,
+                limit,
+            });
+        }
+        let done = self.runs(&runs)?;
+        let mut t = String::from(
+            "## backends: memory vs Redis (deferred dispatch, queue, no-op handler)\n\n",
+        );
+        t.push_str(&latency_table(&done));
+        let get = |label: &str| done.iter().find(|(l, _, _)| l == label).map(|(_, _, f)| f);
+        let _ = writeln!(t);
+        if let (Some(m), Some(r)) = (get("memory-max"), get("redis-max")) {
+            let _ = writeln!(
+                t,
+                "- ratio redis/memory: max rate {:.2}×",
+                ratio(r, m, "achieved_rate")
+            );
+        }
+        let common_m = format!("memory-at-{COMMON_RATE:.0}");
+        let common_r = format!("redis-at-{COMMON_RATE:.0}");
+        if let (Some(m), Some(r)) = (get(&common_m), get(&common_r)) {
+            let _ = writeln!(
+                t,
+                "- ratio redis/memory at {COMMON_RATE:.0}/s: ack p50 {:.2}×, p99 {:.2}×",
+                ratio(r, m, "ack_p50_ms"),
+                ratio(r, m, "ack_p99_ms")
+            );
+        }
+        if let Some(f) = get("memory-max") {
+            let _ = writeln!(
+                t,
+                "- target memory ≥ {TARGET_MEMORY_RATE:.0}/s sustained: {}",
+                at_least(fl(f, "achieved_rate"), TARGET_MEMORY_RATE, "/s")
+            );
+        }
+        if let Some(f) = get(&format!("memory-at-{:.0}", TARGET_MEMORY_RATE / 2.0)) {
+            let _ = writeln!(
+                t,
+                "- target memory ack p99 < {TARGET_MEMORY_P99_MS} ms at {:.0}/s: {}",
+                TARGET_MEMORY_RATE / 2.0,
+                below(fl(f, "ack_p99_ms"), TARGET_MEMORY_P99_MS, " ms")
+            );
+        }
+        if let Some(f) = get("redis-max") {
+            let _ = writeln!(
+                t,
+                "- target Redis ≥ {TARGET_REDIS_RATE:.0}/s: {}",
+                at_least(fl(f, "achieved_rate"), TARGET_REDIS_RATE, "/s")
+            );
+            let _ = writeln!(
+                t,
+                "- Redis EVALSHA per delivery at max rate (INFO commandstats): {}; \
+                 all commands, those inside scripts included: {}; Redis CPU {} µs/delivery",
+                num(f, "redis_cmdstat_evalsha_per_delivery", 2),
+                num(f, "redis_cmdstat_all_per_delivery", 2),
+                num(f, "redis_cpu_us_per_delivery", 1)
+            );
+        }
+        if let Some(f) = get(&common_r) {
+            let _ = writeln!(
+                t,
+                "- target Redis ack p99 < {TARGET_REDIS_P99_MS} ms at {:.0}/s: {}",
+                TARGET_REDIS_RATE / 2.0,
+                below(fl(f, "ack_p99_ms"), TARGET_REDIS_P99_MS, " ms")
+            );
+        }
+        Ok(t)
+    }
+
+    pub(super) fn dispatch(&mut self) -> Result<String, String> {
+        let mut runs = Vec::new();
+        for dispatch in ["sync", "deferred"] {
+            let env = vec![
+                ("CHAT_DISPATCH", s(dispatch)),
+                ("ECHO_NOOP", s("true")),
+                ("CHAT_CONCURRENCY", s("queue")),
+            ];
+            let (load, limit) = self.load(None, 15.0, &["--connections", "64"]);
+            runs.push(Run {
+                label: format!("{dispatch}-max"),
+                backend: Backend::Memory,
+                env: env.clone(),
+                load,
+                limit,
+            });
+            let (load, limit) = self.load(Some(COMMON_RATE), 15.0, &["--connections", "128"]);
+            runs.push(Run {
+                label: format!("{dispatch}-at-{COMMON_RATE:.0}"),
+                backend: Backend::Memory,
+                env,
+                load,
+                limit,
+            });
+        }
+        let done = self.runs(&runs)?;
+        let mut t =
+            String::from("## dispatch: sync vs deferred (memory, queue, no-op handler)\n\n");
+        t.push_str(&latency_table(&done));
+        let get = |label: &str| done.iter().find(|(l, _, _)| l == label).map(|(_, _, f)| f);
+        if let (Some(sy), Some(de)) = (get("sync-max"), get("deferred-max")) {
+            let _ = writeln!(
+                t,
+                "\n- ratio sync/deferred: max rate {:.2}×",
+                ratio(sy, de, "achieved_rate")
+            );
+        }
+        let (a, b) = (
+            format!("sync-at-{COMMON_RATE:.0}"),
+            format!("deferred-at-{COMMON_RATE:.0}"),
+        );
+        if let (Some(sy), Some(de)) = (get(&a), get(&b)) {
+            let _ = writeln!(
+                t,
+                "- ratio sync/deferred at {COMMON_RATE:.0}/s: ack p50 {:.2}×, p99 {:.2}×",
+                ratio(sy, de, "ack_p50_ms"),
+                ratio(sy, de, "ack_p99_ms")
+            );
+        }
+        Ok(t)
+    }
+
+    pub(super) fn strategies(&mut self) -> Result<String, String> {
+        let mut runs = Vec::new();
+        for strategy in ["drop", "queue", "burst"] {
+            let mut env = vec![
+                ("CHAT_DISPATCH", s("deferred")),
+                ("CHAT_CONCURRENCY", s(strategy)),
+            ];
+            if strategy == "burst" {
+                env.push(("CHAT_BURST_WINDOW_MS", s(200)));
+            }
+            let (load, limit) = self.load(
+                Some(COMMON_RATE),
+                15.0,
+                &[
+                    "--connections",
+                    "128",
+                    "--threads",
+                    "64",
+                    "--retry-share",
+                    "0.02",
+                ],
+            );
+            runs.push(Run {
+                label: format!("{strategy}-at-{COMMON_RATE:.0}"),
+                backend: Backend::Memory,
+                env,
+                load,
+                limit,
+            });
+        }
+        let done = self.runs(&runs)?;
+        let mut t = format!(
+            "## strategies: drop, queue, burst (memory, deferred, {COMMON_RATE:.0}/s over 64 threads, 2% retries; burst window 200 ms)\n\n"
+        );
+        t.push_str(&latency_table(&done));
+        t.push('\n');
+        t.push_str(&outcome_table(&done));
+        Ok(t)
+    }
+
+    pub(super) fn flood(&mut self) -> Result<String, String> {
+        let capacity = f64::from(FLOOD_MAX_DETACHED) * 1000.0 / f64::from(FLOOD_DELAY_MS);
+        let rate = 5.0 * capacity;
+        let duration = if self.quick { 3.0 } else { 60.0 };
+        let run = Run {
+            label: "flood".to_owned(),
+            backend: Backend::Memory,
+            env: vec![
+                ("CHAT_DISPATCH", s("deferred")),
+                ("CHAT_CONCURRENCY", s("queue")),
+                ("CHAT_MAX_DETACHED", s(FLOOD_MAX_DETACHED)),
+                ("ECHO_DELAY_MS", s(FLOOD_DELAY_MS)),
+            ],
+            load: vec![
+                "--rate".to_owned(),
+                s(rate),
+                "--duration".to_owned(),
+                s(duration),
+                "--connections".to_owned(),
+                s(128),
+                "--threads".to_owned(),
+                s(0),
+            ],
+            limit: Duration::from_secs_f64(duration + 180.0),
+        };
+        let done = self.runs(std::slice::from_ref(&run))?;
+        let mut t = format!(
+            "## flood: {rate:.0}/s for {duration:.0} s = 5× capacity (CHAT_MAX_DETACHED={FLOOD_MAX_DETACHED}, ECHO_DELAY_MS={FLOOD_DELAY_MS}, every event its own thread; memory)\n\n"
+        );
+        t.push_str(&latency_table(&done));
+        t.push('\n');
+        t.push_str(&outcome_table(&done));
+        if let Some((_, _, f)) = done.first() {
+            let growth = fl(f, "rss_growth_mib");
+            let _ = writeln!(
+                t,
+                "\n| RSS start MiB | RSS max MiB | RSS end MiB | VmHWM MiB | growth MiB | 2xx | 503 | acknowledged without an outcome |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                num(f, "rss_start_mib", 1),
+                num(f, "rss_max_mib", 1),
+                num(f, "rss_end_mib", 1),
+                num(f, "rss_hwm_mib", 1),
+                num(f, "rss_growth_mib", 1),
+                int(f, "acked"),
+                int(f, "status_503"),
+                int(f, "acked_without_outcome")
+            );
+            let _ = writeln!(
+                t,
+                "- target RSS growth < {TARGET_FLOOD_GROWTH_MIB} MiB: {}",
+                below(growth, TARGET_FLOOD_GROWTH_MIB, " MiB")
+            );
+            let lost = fl(f, "acked_without_outcome");
+            let _ = writeln!(
+                t,
+                "- acknowledged and lost (2xx without an outcome after settling): {} ({})",
+                int(f, "acked_without_outcome"),
+                if lost == 0.0 && f.get("settled") == Some(&Value::Bool(true)) {
+                    "met"
+                } else {
+                    "MISSED"
+                }
+            );
+            let answered = fl(f, "completed").max(1.0);
+            let _ = writeln!(
+                t,
+                "- answered 503: {:.1}% (the excess over capacity is {:.0}%)",
+                100.0 * fl(f, "status_503") / answered,
+                100.0 * (1.0 - 1.0 / 5.0)
+            );
+        }
+        Ok(t)
+    }
+
+    pub(super) fn redis_calls(&mut self) -> Result<String, String> {
+        let rate = if self.quick { 500.0 } else { 1000.0 };
+        let (load, limit) = self.load(
+            Some(rate),
+            15.0,
+            &["--connections", "32", "--threads", "0", "--redis-monitor"],
+        );
+        let run = Run {
+            label: "redis-calls".to_owned(),
+            backend: Backend::Redis,
+            env: vec![
+                ("CHAT_DISPATCH", s("deferred")),
+                ("CHAT_CONCURRENCY", s("queue")),
+            ],
+            load,
+            limit,
+        };
+        let done = self.runs(std::slice::from_ref(&run))?;
+        let mut t = format!(
+            "## redis-calls: Redis commands per delivery (deferred, queue, {rate:.0}/s, every event its own thread: one handler run per delivery)\n\n"
+        );
+        let Some((_, _, f)) = done.first() else {
+            t.push_str("skipped: no redis-server\n");
+            return Ok(t);
+        };
+        let n = fl(f, "redis_deliveries").max(1.0);
+        let _ = writeln!(
+            t,
+            "| sent by echo-bot (MONITOR) | calls | per delivery |\n|---|---:|---:|"
+        );
+        for (k, v) in f {
+            if let (Some(cmd), Some(x)) = (k.strip_prefix("redis_sent_"), v.as_f64()) {
+                let _ = writeln!(t, "| `{cmd}` | {} | {:.3} |", group(x), x / n);
+            }
+        }
+        let _ = writeln!(
+            t,
+            "| **ack path** (admit `EVALSHA`) | {} | {} |\n| **total** | {} | {} |\n",
+            int(f, "redis_ack_path_calls"),
+            num(f, "redis_ack_path_per_delivery", 3),
+            int(f, "redis_total_calls"),
+            num(f, "redis_total_per_delivery", 3)
+        );
+        let _ = writeln!(
+            t,
+            "- deliveries: {}; INFO commandstats: EVALSHA {}/delivery, all commands (inside scripts included) {}/delivery",
+            int(f, "redis_deliveries"),
+            num(f, "redis_cmdstat_evalsha_per_delivery", 3),
+            num(f, "redis_cmdstat_all_per_delivery", 3)
+        );
+        let ack = fl(f, "redis_ack_path_per_delivery");
+        let total = fl(f, "redis_total_per_delivery");
+        let _ = writeln!(
+            t,
+            "- target exactly 1 call on the ack path: {}",
+            if (ack - 1.0).abs() < 0.005 {
+                format!("{ack:.3} (met)")
+            } else {
+                format!("{ack:.3} (MISSED)")
+            }
+        );
+        let _ = writeln!(
+            t,
+            "- target ≤ 3 calls per delivery in total: {}",
+            if total <= 3.0 {
+                format!("{total:.3} (met)")
+            } else {
+                format!("{total:.3} (MISSED by {:.0}%)", 100.0 * (total / 3.0 - 1.0))
+            }
+        );
+        Ok(t)
+    }
+
+    pub(super) fn micro(&mut self) -> Result<String, String> {
+        let mut t = String::from("## micro: divan micro-benchmarks\n\n");
+        let mut verify_parse_median = None;
+        let benches = [
+            ("chat-slack", "verify_parse"),
+            ("chat-state-memory", "admit"),
+            ("chat-state-redis", "admit"),
+        ];
+        for (package, bench) in benches {
+            let mut c = cargo();
+            c.args(["bench", "-p", package, "--bench", bench, "--"]);
+            if self.quick {
+                c.args(["--sample-count", "100", "--max-time", "1"]);
+            } else {
+                c.args(["--sample-count", "1000"]);
+            }
+            c.env_remove("REDIS_URL");
+            if package == "chat-state-redis" {
+                match &self.redis {
+                    Some(r) => {
+                        r.command(&["FLUSHALL"])?;
+                        c.env("REDIS_URL", r.url());
+                    }
+                    None => {
+                        println!("bench: {package}/{bench} SKIPPED (no redis-server)");
+                        let _ = writeln!(t, "{package} `{bench}`: skipped (no redis-server)\n");
+                        continue;
+                    }
+                }
+            }
+            println!("bench: cargo bench -p {package} --bench {bench}");
+            let output = c
+                .stderr(Stdio::inherit())
+                .output()
+                .map_err(|e| format!("cargo bench: {e}"))?;
+            let text = String::from_utf8_lossy(&output.stdout).into_owned();
+            print!("{text}");
+            if !output.status.success() {
+                return Err(format!("cargo bench -p {package} --bench {bench} failed"));
+            }
+            if bench == "verify_parse" {
+                verify_parse_median = divan_median_us(&text, "verify_and_parse");
+            }
+            let _ = writeln!(t, "{package} `{bench}`:\n\n```text\n{}```\n", text);
+        }
+        let _ = writeln!(
+            t,
+            "- target verify + parse of a 2 KB payload < 10 µs: {}",
+            match verify_parse_median {
+                Some(us) => below(us, 10.0, " µs median"),
+                None => "not measured".to_owned(),
+            }
+        );
+        Ok(t)
+    }
+}
+
+/// The median (µs) of benchmark `name` in divan's table output.
+pub(super) fn divan_median_us(output: &str, name: &str) -> Option<f64> {
+    let line = output
+        .lines()
+        .find(|l| l.split_whitespace().any(|w| w == name))?;
+    // `├─ name  fastest │ slowest │ median │ mean │ samples │ iters`
+    let median = line.split('│').nth(2)?.trim();
+    let (value, unit) = median.split_once(' ')?;
+    let value: f64 = value.parse().ok()?;
+    let scale = match unit.trim() {
+        "ns" => 0.001,
+        "µs" | "us" => 1.0,
+        "ms" => 1000.0,
+        "s" => 1_000_000.0,
+        _ => return None,
+    };
+    Some(value * scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn divan_medians_are_read() {
+        let out = "verify_parse         fastest       │ slowest       │ median        │ mean\n\
+                   ├─ parse             5.908 µs      │ 45.42 µs      │ 6.048 µs      │ 6.582 µs\n\
+                   ╰─ verify_and_parse  8.532 µs      │ 97.45 µs      │ 8.712 µs      │ 9.844 µs\n";
+        assert_eq!(divan_median_us(out, "verify_and_parse"), Some(8.712));
+        assert_eq!(divan_median_us(out, "parse"), Some(6.048));
+        assert_eq!(divan_median_us(out, "missing"), None);
+    }
+}
