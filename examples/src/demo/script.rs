@@ -1,121 +1,34 @@
-//! The scripted conversation behind `cargo xtask demo`.
-//!
-//! [`run`] starts a [`FakeSlack`] and a [`FakeLinear`] in-process and the
-//! echo-bot binary as a child process on a free port (deferred dispatch, the
-//! chosen strategy, in-memory state or Redis, a small simulated delay, and its
-//! outcome ledger in a temporary file). Then it plays signed webhooks:
-//!
-//! 1. a mention, which echo-bot echoes in a new thread it subscribes;
-//! 2. Slack's retry of it (`X-Slack-Retry-Num: 1`, the same `event_id`);
-//! 3. the `app_mention` and `message` twins of one post;
-//! 4. a burst of follow-ups in the thread while the bot is busy;
-//! 5. a slash command, answered ephemerally in the HTTP response;
-//! 6. a Linear agent session, where the adapter's first thought lands before
-//!    the slow handler's response;
-//! 7. two workspaces side by side: a second echo-bot in installation mode
-//!    (`--installations`, installations sealed in its state backend) is
-//!    installed in two workspaces through its OAuth routes against a
-//!    [`FakeSlackOAuth`]; a mention from each, in the same channel and
-//!    thread ids, is answered in its own workspace with its own token, and a
-//!    mention from a third, uninstalled workspace is acknowledged and
-//!    ignored.
-//!
-//! It prints a timeline of what arrived (with the status echo-bot answered),
-//! what the runtime decided (outcome names, from the ledger) and what was
-//! posted where (from the fakes), checks each step against what the strategy
-//! promises, and always stops echo-bot with SIGTERM.
+//! The steps of the demo: what is sent, and what each step checks.
 
-use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
 use chat_runtime::BoxError;
-use chat_testkit::{FakeLinear, FakeSlack, FakeSlackOAuth, LinearCall, SlackCall, SlackWorkspace};
-use clap::ValueEnum;
-use serde_json::{Value, json};
-use tokio::time::Instant;
+use chat_testkit::{FakeSlack, FakeSlackOAuth, SlackWorkspace};
+use serde_json::json;
 
+use super::records::{Mark, activities, methods};
+use super::{Demo, Options, SHUTDOWN_DEADLINE, THREAD, strategy_name};
 use crate::config::ConcurrencyArg;
 use crate::drive::oauth::{self, SlackInstall};
-use crate::drive::{self, Answer, Delivery, EchoBot, EchoBotCommand, slack};
-use crate::ledger::{self, LedgerLine};
+use crate::drive::{self, Delivery, EchoBotCommand, slack};
+use crate::ledger;
 
-/// How the demo runs.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// The echo-bot binary.
-    pub echo_bot: PathBuf,
-    /// The concurrency strategy echo-bot runs with.
-    pub strategy: ConcurrencyArg,
-    /// Redis instead of in-memory state.
-    pub redis_url: Option<String>,
-    /// echo-bot's simulated work per turn (`ECHO_DELAY_MS`): long enough for
-    /// the follow-ups to overlap it.
-    pub delay: Duration,
-    /// The debounce interval and the burst window (`CHAT_DEBOUNCE_MS`,
-    /// `CHAT_BURST_WINDOW_MS`): long enough for the follow-ups to fall in it.
-    pub window: Duration,
-    /// How long one step may take before it counts as failed.
-    pub patience: Duration,
-}
-
-impl Options {
-    /// The queue strategy on in-memory state with a 400 ms handler and a
-    /// 300 ms debounce interval and burst window.
-    pub fn new(echo_bot: impl Into<PathBuf>) -> Self {
-        Self {
-            echo_bot: echo_bot.into(),
-            strategy: ConcurrencyArg::Queue,
-            redis_url: None,
-            delay: Duration::from_millis(400),
-            window: Duration::from_millis(300),
-            patience: Duration::from_secs(15),
-        }
-    }
-}
-
-/// How the demo went.
-#[derive(Debug, Clone, Default)]
-pub struct Report {
-    /// Checks that held.
-    pub passed: usize,
-    /// Checks that did not, each with what was seen instead.
-    pub failures: Vec<String>,
-}
-
-impl Report {
-    /// Whether every check held.
-    pub fn succeeded(&self) -> bool {
-        self.failures.is_empty() && self.passed > 0
-    }
-}
-
-/// The name of a strategy, as `--strategy` and `CHAT_CONCURRENCY` spell it.
-pub fn strategy_name(strategy: ConcurrencyArg) -> String {
-    strategy
-        .to_possible_value()
-        .map_or_else(|| format!("{strategy:?}"), |v| v.get_name().to_owned())
-}
-
-/// The thread everything in Slack happens in: the mention's `ts`.
-const THREAD: &str = "1700000000.000100";
 /// A thread of step 4b, mentioned for the first time.
-const NEW_THREAD: &str = "1700000030.000100";
+pub(super) const NEW_THREAD: &str = "1700000030.000100";
 /// Its follow-up, typed inside the mention's window.
-const FOLLOW_UP_TS: &str = "1700000030.000200";
+pub(super) const FOLLOW_UP_TS: &str = "1700000030.000200";
 /// The post whose `app_mention` and `message` twins arrive.
-const TWIN_TS: &str = "1700000010.000200";
-/// echo-bot's shutdown deadline.
-const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(2);
+pub(super) const TWIN_TS: &str = "1700000010.000200";
 /// The agent session.
-const SESSION: &str = "d3f1a2b4-6c8e-4f0a-9b1c-2e3d4f5a6b7c";
+pub(super) const SESSION: &str = "d3f1a2b4-6c8e-4f0a-9b1c-2e3d4f5a6b7c";
 /// Its delivery.
-const LINEAR_DELIVERY: &str = "234d1a4e-b617-4388-90fe-adc3633d6b72";
+pub(super) const LINEAR_DELIVERY: &str = "234d1a4e-b617-4388-90fe-adc3633d6b72";
 /// The slash command's `trigger_id`, which is its event id.
-const TRIGGER: &str = "13345224609.738474920.8088930838d88f008e0";
+pub(super) const TRIGGER: &str = "13345224609.738474920.8088930838d88f008e0";
 /// The follow-ups of step 4, in the order they are sent.
-const FOLLOW_UPS: [(&str, &str, &str); 4] = [
+pub(super) const FOLLOW_UPS: [(&str, &str, &str); 4] = [
     ("Ev04", "1700000020.000300", "one"),
     ("Ev05", "1700000021.000400", "two"),
     ("Ev06", "1700000022.000500", "three"),
@@ -123,7 +36,7 @@ const FOLLOW_UPS: [(&str, &str, &str); 4] = [
 ];
 
 /// What the strategy promises for the burst of step 4.
-struct BurstPromise {
+pub(super) struct BurstPromise {
     /// The outcome of each follow-up.
     outcomes: [&'static str; 4],
     /// The echoes posted.
@@ -136,19 +49,20 @@ struct BurstPromise {
 
 /// The workspaces that install echo-bot in step 7: team id, name, the
 /// mention's event id.
-const INSTALLED: [(&str, &str, &str); 2] = [("T1", "Acme", "EvW1"), ("T2", "Globex", "EvW2")];
+pub(super) const INSTALLED: [(&str, &str, &str); 2] =
+    [("T1", "Acme", "EvW1"), ("T2", "Globex", "EvW2")];
 /// The workspace of step 7 that never installed it.
-const UNINSTALLED: (&str, &str, &str) = ("T3", "Initech", "EvW3");
+pub(super) const UNINSTALLED: (&str, &str, &str) = ("T3", "Initech", "EvW3");
 /// The `ts` of step 7's mentions: the same in every workspace.
-const WORKSPACE_TS: &str = "1700000100.000100";
+pub(super) const WORKSPACE_TS: &str = "1700000100.000100";
 
-const RAN: &str = "handler-ran";
-const IGNORED: &str = "message-ignored";
-const DUPLICATE: &str = "message-duplicate";
-const SUPERSEDED: &str = "message-superseded";
-const DROPPED: &str = "message-dropped";
+pub(super) const RAN: &str = "handler-ran";
+pub(super) const IGNORED: &str = "message-ignored";
+pub(super) const DUPLICATE: &str = "message-duplicate";
+pub(super) const SUPERSEDED: &str = "message-superseded";
+pub(super) const DROPPED: &str = "message-dropped";
 
-fn burst_promise(strategy: ConcurrencyArg) -> BurstPromise {
+pub(super) fn burst_promise(strategy: ConcurrencyArg) -> BurstPromise {
     match strategy {
         ConcurrencyArg::Queue => BurstPromise {
             outcomes: [RAN, SUPERSEDED, SUPERSEDED, RAN],
@@ -189,192 +103,8 @@ fn burst_promise(strategy: ConcurrencyArg) -> BurstPromise {
     }
 }
 
-/// Runs the demo, writing the timeline to `out`. An `Err` is a failure to
-/// run at all (echo-bot missing, no free port); a run whose checks fail is an
-/// `Ok` report that did not [`succeed`](Report::succeeded).
-pub async fn run(options: &Options, out: &mut dyn Write) -> Result<Report, BoxError> {
-    let dir = scratch_dir()?;
-    let result = run_in(options, &dir, out).await;
-    match &result {
-        Ok(report) if report.succeeded() => {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-        _ => writeln!(out, "echo-bot's log and ledger are in {}", dir.display())?,
-    }
-    result
-}
-
-async fn run_in(options: &Options, dir: &Path, out: &mut dyn Write) -> Result<Report, BoxError> {
-    let slack = FakeSlack::try_start().await?;
-    let linear = FakeLinear::try_start().await?;
-    let ledger = dir.join("ledger.jsonl");
-    let strategy = strategy_name(options.strategy);
-    let delay_ms = options.delay.as_millis();
-    let mut command = EchoBotCommand::new(&options.echo_bot)
-        .slack(slack.base_url())
-        .linear(linear.endpoint())
-        .env("CHAT_DISPATCH", "deferred")
-        .env("CHAT_CONCURRENCY", strategy.clone())
-        .env("CHAT_DEBOUNCE_MS", options.window.as_millis().to_string())
-        .env(
-            "CHAT_BURST_WINDOW_MS",
-            options.window.as_millis().to_string(),
-        )
-        .env("ECHO_DELAY_MS", delay_ms.to_string())
-        .env("ECHO_LEDGER", ledger.display().to_string())
-        .env(
-            "SHUTDOWN_DEADLINE_MS",
-            SHUTDOWN_DEADLINE.as_millis().to_string(),
-        )
-        .log_to(dir.join("echo-bot.log"));
-    let state = match &options.redis_url {
-        Some(url) => {
-            command = command.env("REDIS_URL", url.clone()).env(
-                "REDIS_PREFIX",
-                format!("chat-demo-{}-{}", std::process::id(), drive::now_ms()),
-            );
-            format!("Redis at {url}")
-        }
-        None => "in memory".to_owned(),
-    };
-    let bot = command.spawn().await?;
-    writeln!(
-        out,
-        "chat-rs demo: echo-bot (pid {}) on http://{}",
-        bot.pid(),
-        bot.addr()
-    )?;
-    writeln!(
-        out,
-        "  state {state}, deferred dispatch, strategy {strategy}, handler delay {delay_ms} ms"
-    )?;
-    writeln!(out, "  fake Slack Web API   {}", slack.base_url())?;
-    writeln!(out, "  fake Linear GraphQL  {}", linear.endpoint())?;
-
-    let mut demo = Demo {
-        out,
-        bot,
-        slack,
-        linear,
-        ledger,
-        t0: Instant::now(),
-        wall0_ms: drive::now_ms(),
-        shown: Mark::default(),
-        sent: Vec::new(),
-        labels: HashMap::new(),
-        delivered: HashMap::new(),
-        report: Report::default(),
-        patience: options.patience,
-        strategy: options.strategy,
-        show_tokens: false,
-    };
-    let played = demo.conversation().await;
-    let stopped = demo.stop().await;
-    played?;
-    stopped?;
-    demo.workspaces(options, dir).await?;
-    let Demo { out, report, .. } = demo;
-    writeln!(out)?;
-    if report.succeeded() {
-        writeln!(
-            out,
-            "demo ok: all {} checks passed (strategy {strategy})",
-            report.passed
-        )?;
-    } else {
-        writeln!(
-            out,
-            "demo FAILED: {} of {} checks failed (strategy {strategy}):",
-            report.failures.len(),
-            report.failures.len() + report.passed
-        )?;
-        for f in &report.failures {
-            writeln!(out, "  - {f}")?;
-        }
-    }
-    Ok(report)
-}
-
-/// A fresh directory for echo-bot's log and ledger.
-fn scratch_dir() -> Result<PathBuf, BoxError> {
-    let dir = std::env::temp_dir().join(format!(
-        "chat-rs-demo-{}-{}",
-        std::process::id(),
-        drive::now_ms()
-    ));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    Ok(dir)
-}
-
-/// How many records of each source were there at one point.
-#[derive(Debug, Clone, Copy, Default)]
-struct Mark {
-    ledger: usize,
-    slack: usize,
-    linear: usize,
-}
-
-/// The records since a mark.
-struct View {
-    ledger: Vec<LedgerLine>,
-    slack: Vec<SlackCall>,
-    linear: Vec<LinearCall>,
-}
-
-impl View {
-    /// The outcomes of one event, in order.
-    fn outcomes(&self, event_id: &str) -> Vec<&str> {
-        self.ledger
-            .iter()
-            .filter(|l| l.event_id == event_id)
-            .map(|l| l.outcome.as_str())
-            .collect()
-    }
-
-    /// The texts posted to Slack.
-    fn posts(&self) -> Vec<&str> {
-        self.slack
-            .iter()
-            .filter(|c| c.method == "chat.postMessage")
-            .map(|c| c.body["text"].as_str().unwrap_or_default())
-            .collect()
-    }
-}
-
-/// One line of the timeline.
-struct Entry {
-    at: Duration,
-    lane: &'static str,
-    name: String,
-    id: String,
-    detail: String,
-}
-
-struct Demo<'o> {
-    out: &'o mut dyn Write,
-    bot: EchoBot,
-    slack: FakeSlack,
-    linear: FakeLinear,
-    ledger: PathBuf,
-    t0: Instant,
-    wall0_ms: u64,
-    /// What the timeline has shown so far.
-    shown: Mark,
-    /// Deliveries not shown yet.
-    sent: Vec<Entry>,
-    /// Short names of event ids.
-    labels: HashMap<String, String>,
-    /// When each event was last delivered.
-    delivered: HashMap<String, Duration>,
-    report: Report,
-    patience: Duration,
-    strategy: ConcurrencyArg,
-    /// Whether Slack calls show the token they carried.
-    show_tokens: bool,
-}
-
 impl Demo<'_> {
-    async fn conversation(&mut self) -> Result<(), BoxError> {
+    pub(super) async fn conversation(&mut self) -> Result<(), BoxError> {
         self.mention().await?;
         self.retry().await?;
         self.twins().await?;
@@ -701,7 +431,11 @@ impl Demo<'_> {
 
     /// Step 7: a second echo-bot, in installation mode, installed in two
     /// workspaces; it replaces the first (stopped by now) in the timeline.
-    async fn workspaces(&mut self, options: &Options, dir: &Path) -> Result<(), BoxError> {
+    pub(super) async fn workspaces(
+        &mut self,
+        options: &Options,
+        dir: &Path,
+    ) -> Result<(), BoxError> {
         self.heading(
             7,
             "Two workspaces install echo-bot (--installations); each is answered with its own token",
@@ -960,50 +694,8 @@ impl Demo<'_> {
         Ok(())
     }
 
-    /// The two workspaces' answers in two columns.
-    #[allow(clippy::type_complexity)]
-    fn side_by_side(
-        &mut self,
-        columns: &[(String, Option<(String, String, String)>)],
-    ) -> std::io::Result<()> {
-        writeln!(self.out)?;
-        let cell = |c: &Option<(String, String, String)>, row: usize| -> String {
-            match c {
-                Some((place, text, token)) => match row {
-                    0 => place.clone(),
-                    1 => text.clone(),
-                    _ => token.clone(),
-                },
-                None => "(nothing posted)".to_owned(),
-            }
-        };
-        let mut line = format!("    {:<10}", "");
-        for (title, _) in columns {
-            line.push_str(&format!(" {title:<38}"));
-        }
-        writeln!(self.out, "{}", line.trim_end())?;
-        for (row, label) in ["posted in", "text", "token"].iter().enumerate() {
-            let mut line = format!("    {label:<10}");
-            for (_, c) in columns {
-                line.push_str(&format!(" {:<38}", cell(c, row)));
-            }
-            writeln!(self.out, "{}", line.trim_end())?;
-        }
-        Ok(())
-    }
-
-    fn entry(&mut self, at: Duration, lane: &'static str, name: &str, id: &str, detail: String) {
-        self.sent.push(Entry {
-            at,
-            lane,
-            name: name.to_owned(),
-            id: id.to_owned(),
-            detail,
-        });
-    }
-
     /// SIGTERM, and a clean exit within the shutdown deadline.
-    async fn stop(&mut self) -> Result<(), BoxError> {
+    pub(super) async fn stop(&mut self) -> Result<(), BoxError> {
         let margin = Duration::from_secs(3);
         match self.bot.terminate(SHUTDOWN_DEADLINE + margin).await {
             Ok(stopped) => {
@@ -1025,322 +717,12 @@ impl Demo<'_> {
             }
         }
     }
-
-    // ------------------------------------------------------------ helpers
-
-    fn heading(&mut self, n: impl std::fmt::Display, title: &str) -> std::io::Result<()> {
-        writeln!(self.out)?;
-        writeln!(self.out, "{n}. {title}")
-    }
-
-    fn mark(&self) -> Mark {
-        Mark {
-            ledger: ledger::read(&self.ledger).len(),
-            slack: self.slack.calls().len(),
-            linear: self.linear.calls().len(),
-        }
-    }
-
-    fn view(&self, since: Mark) -> View {
-        let mut ledger = ledger::read(&self.ledger);
-        let mut slack = self.slack.calls();
-        let mut linear = self.linear.calls();
-        ledger.drain(..since.ledger.min(ledger.len()));
-        slack.drain(..since.slack.min(slack.len()));
-        linear.drain(..since.linear.min(linear.len()));
-        View {
-            ledger,
-            slack,
-            linear,
-        }
-    }
-
-    /// Waits (bounded by the patience) until `done` holds for what happened
-    /// since `mark`; returns that either way, for the checks to judge.
-    async fn settle(&self, mark: Mark, done: impl Fn(&View) -> bool) -> View {
-        drive::poll(self.patience, || {
-            let view = self.view(mark);
-            done(&view).then_some(())
-        })
-        .await;
-        self.view(mark)
-    }
-
-    async fn deliver(
-        &mut self,
-        name: &str,
-        event_id: &str,
-        text: &str,
-        delivery: Delivery,
-    ) -> Result<Answer, BoxError> {
-        self.deliver_as("slack in", name, event_id, &format!("{text:?}"), delivery)
-            .await
-    }
-
-    async fn deliver_as(
-        &mut self,
-        lane: &'static str,
-        name: &str,
-        event_id: &str,
-        shown: &str,
-        delivery: Delivery,
-    ) -> Result<Answer, BoxError> {
-        let at = self.t0.elapsed();
-        self.delivered.insert(event_id.to_owned(), at);
-        let answer = self.bot.deliver(&delivery).await?;
-        let mut detail = format!("{shown} -> {}", answer.status);
-        if let Some(reply) = answer.json().and_then(|v| v.get("text").cloned()) {
-            detail.push_str(&format!(" {reply}"));
-        }
-        self.sent.push(Entry {
-            at,
-            lane,
-            name: name.to_owned(),
-            id: self.label(event_id),
-            detail,
-        });
-        Ok(answer)
-    }
-
-    fn label(&self, event_id: &str) -> String {
-        self.labels
-            .get(event_id)
-            .cloned()
-            .unwrap_or_else(|| event_id.to_owned())
-    }
-
-    /// Prints everything not shown yet, in time order.
-    fn flush(&mut self) -> std::io::Result<()> {
-        let view = self.view(self.shown);
-        self.shown.ledger += view.ledger.len();
-        self.shown.slack += view.slack.len();
-        self.shown.linear += view.linear.len();
-        let mut entries = std::mem::take(&mut self.sent);
-        for line in &view.ledger {
-            let detail = match line.ran_ms() {
-                Some(ms) => format!("handler ran {ms} ms"),
-                None => line.reason.clone(),
-            };
-            // The ledger has whole milliseconds of the wall clock: never show
-            // a decision before its delivery.
-            let recorded = Duration::from_millis(line.end_ms.saturating_sub(self.wall0_ms));
-            let delivered = self
-                .delivered
-                .get(&line.event_id)
-                .copied()
-                .unwrap_or_default();
-            entries.push(Entry {
-                at: recorded.max(delivered),
-                lane: "runtime",
-                name: line.outcome.clone(),
-                id: self.label(&line.event_id),
-                detail,
-            });
-        }
-        for call in &view.slack {
-            let mut detail = slack_detail(call);
-            if self.show_tokens
-                && let Some(token) = call
-                    .authorization
-                    .as_deref()
-                    .and_then(|a| a.strip_prefix("Bearer "))
-            {
-                detail.push_str(&format!(" [{token}]"));
-            }
-            entries.push(Entry {
-                at: call.at.saturating_duration_since(self.t0),
-                lane: "slack out",
-                name: call.method.clone(),
-                id: String::new(),
-                detail,
-            });
-        }
-        for call in &view.linear {
-            entries.push(Entry {
-                at: call.at.saturating_duration_since(self.t0),
-                lane: "linear out",
-                name: call.operation.clone(),
-                id: String::new(),
-                detail: linear_detail(call),
-            });
-        }
-        // At the same instant, what arrived comes first.
-        entries.sort_by_key(|e| (e.at, !e.lane.ends_with(" in")));
-        for e in entries {
-            let line = format!(
-                "  {:>8}  {:<10} {:<20} {:<5} {}",
-                format!("+{:.3}s", e.at.as_secs_f64()),
-                e.lane,
-                e.name,
-                e.id,
-                e.detail
-            );
-            writeln!(self.out, "{}", line.trim_end())?;
-        }
-        Ok(())
-    }
-
-    fn check(
-        &mut self,
-        ok: bool,
-        what: &str,
-        seen: impl FnOnce() -> String,
-    ) -> Result<(), BoxError> {
-        if ok {
-            self.report.passed += 1;
-            writeln!(self.out, "    ok    {what}")?;
-        } else {
-            let seen = seen();
-            writeln!(self.out, "    FAIL  {what}: {seen}")?;
-            self.report.failures.push(format!("{what}: {seen}"));
-        }
-        Ok(())
-    }
-
-    fn check_status(&mut self, answers: &[&Answer], status: u16) -> Result<(), BoxError> {
-        let what = match answers.len() {
-            1 => format!("answered {status}"),
-            2 => format!("both answered {status}"),
-            n => format!("all {n} answered {status}"),
-        };
-        self.check(answers.iter().all(|a| a.status == status), &what, || {
-            let seen: Vec<String> = answers
-                .iter()
-                .map(|a| format!("{} {:?}", a.status, a.body))
-                .collect();
-            format!("answered {}", seen.join(", "))
-        })
-    }
-
-    /// Each event's outcomes since the view's mark are the expected ones.
-    fn expect_outcomes(&mut self, view: &View, expected: &[(&str, &str)]) -> Result<(), BoxError> {
-        let wanted: Vec<String> = expected
-            .iter()
-            .map(|(id, outcome)| format!("{} {outcome}", self.label(id)))
-            .collect();
-        let seen: Vec<String> = expected
-            .iter()
-            .map(|(id, _)| format!("{} {}", self.label(id), view.outcomes(id).join(" + ")))
-            .collect();
-        self.check(
-            seen == wanted,
-            &format!("decided {}", wanted.join(", ")),
-            || format!("the ledger says {}", seen.join(", ")),
-        )
-    }
-
-    fn expect_posts(
-        &mut self,
-        view: &View,
-        expected: &[&str],
-        ordered: bool,
-    ) -> Result<(), BoxError> {
-        self.expect_posts_in(view, THREAD, expected, ordered)
-    }
-
-    /// What was posted, all of it in `thread`.
-    fn expect_posts_in(
-        &mut self,
-        view: &View,
-        thread: &str,
-        expected: &[&str],
-        ordered: bool,
-    ) -> Result<(), BoxError> {
-        let mut seen = view.posts();
-        let in_thread = view
-            .slack
-            .iter()
-            .filter(|c| c.method == "chat.postMessage")
-            .all(|c| c.body["channel"] == slack::CHANNEL && c.body["thread_ts"] == thread);
-        let mut wanted = expected.to_vec();
-        if !ordered {
-            seen.sort_unstable();
-            wanted.sort_unstable();
-        }
-        let what = match expected {
-            [] => "nothing is posted".to_owned(),
-            [one] => format!("posted {one:?} in the thread"),
-            many => format!(
-                "posted {} in the thread{}",
-                many.iter()
-                    .map(|p| format!("{p:?}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if ordered { ", in that order" } else { "" }
-            ),
-        };
-        self.check(seen == wanted && in_thread, &what, || {
-            format!("Slack got {:?}", methods(&view.slack))
-        })
-    }
-}
-
-/// The successful activities among `calls`.
-fn activities(calls: &[LinearCall]) -> Vec<&LinearCall> {
-    calls
-        .iter()
-        .filter(|c| c.operation == "AgentActivityCreate" && c.ok)
-        .collect()
-}
-
-/// Each call's method and, for posts, its channel, thread and text.
-fn methods(calls: &[SlackCall]) -> Vec<String> {
-    calls
-        .iter()
-        .map(|c| format!("{} {}", c.method, slack_detail(c)))
-        .collect()
-}
-
-fn slack_detail(call: &SlackCall) -> String {
-    let mut detail = match call.method.as_str() {
-        "chat.postMessage" => {
-            let body = &call.body;
-            let thread = match body["thread_ts"].as_str() {
-                Some(ts) => format!(" thread {ts}"),
-                None => String::new(),
-            };
-            format!(
-                "#{}{thread} {:?}",
-                body["channel"].as_str().unwrap_or_default(),
-                body["text"].as_str().unwrap_or_default()
-            )
-        }
-        "auth.test" => "(the adapter completes the bot's identity)".to_owned(),
-        _ => match &call.body {
-            Value::Object(m) if !m.is_empty() => call.body.to_string(),
-            _ => String::new(),
-        },
-    };
-    if !call.ok {
-        detail.push_str(&format!(" (answered {})", call.status));
-    }
-    detail
-}
-
-fn linear_detail(call: &LinearCall) -> String {
-    let mut detail = match call.operation.as_str() {
-        "AgentActivityCreate" => {
-            let ephemeral = if call.input()["ephemeral"] == Value::Bool(true) {
-                " (ephemeral)"
-            } else {
-                ""
-            };
-            format!(
-                "{}{ephemeral} {:?}",
-                call.activity_type().unwrap_or_default(),
-                call.activity_body().unwrap_or_default()
-            )
-        }
-        _ => call.variables.to_string(),
-    };
-    if !call.ok {
-        detail.push_str(&format!(" (answered {})", call.status));
-    }
-    detail
 }
 
 #[cfg(test)]
 mod tests {
+    use clap::ValueEnum;
+
     use super::*;
 
     #[test]

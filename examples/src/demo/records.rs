@@ -1,0 +1,144 @@
+//! What happened: the ledger's outcomes and the fakes' calls since a mark, and
+//! how a call reads in one line.
+
+use serde_json::Value;
+
+use chat_testkit::{LinearCall, SlackCall};
+
+use super::Demo;
+use crate::drive;
+use crate::ledger::{self, LedgerLine};
+
+/// How many records of each source were there at one point.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Mark {
+    pub(super) ledger: usize,
+    pub(super) slack: usize,
+    pub(super) linear: usize,
+}
+
+/// The records since a mark.
+pub(super) struct View {
+    pub(super) ledger: Vec<LedgerLine>,
+    pub(super) slack: Vec<SlackCall>,
+    pub(super) linear: Vec<LinearCall>,
+}
+
+impl View {
+    /// The outcomes of one event, in order.
+    pub(super) fn outcomes(&self, event_id: &str) -> Vec<&str> {
+        self.ledger
+            .iter()
+            .filter(|l| l.event_id == event_id)
+            .map(|l| l.outcome.as_str())
+            .collect()
+    }
+
+    /// The texts posted to Slack.
+    pub(super) fn posts(&self) -> Vec<&str> {
+        self.slack
+            .iter()
+            .filter(|c| c.method == "chat.postMessage")
+            .map(|c| c.body["text"].as_str().unwrap_or_default())
+            .collect()
+    }
+}
+
+impl Demo<'_> {
+    pub(super) fn mark(&self) -> Mark {
+        Mark {
+            ledger: ledger::read(&self.ledger).len(),
+            slack: self.slack.calls().len(),
+            linear: self.linear.calls().len(),
+        }
+    }
+
+    pub(super) fn view(&self, since: Mark) -> View {
+        let mut ledger = ledger::read(&self.ledger);
+        let mut slack = self.slack.calls();
+        let mut linear = self.linear.calls();
+        ledger.drain(..since.ledger.min(ledger.len()));
+        slack.drain(..since.slack.min(slack.len()));
+        linear.drain(..since.linear.min(linear.len()));
+        View {
+            ledger,
+            slack,
+            linear,
+        }
+    }
+
+    /// Waits (bounded by the patience) until `done` holds for what happened
+    /// since `mark`; returns that either way, for the checks to judge.
+    pub(super) async fn settle(&self, mark: Mark, done: impl Fn(&View) -> bool) -> View {
+        drive::poll(self.patience, || {
+            let view = self.view(mark);
+            done(&view).then_some(())
+        })
+        .await;
+        self.view(mark)
+    }
+}
+
+/// The successful activities among `calls`.
+pub(super) fn activities(calls: &[LinearCall]) -> Vec<&LinearCall> {
+    calls
+        .iter()
+        .filter(|c| c.operation == "AgentActivityCreate" && c.ok)
+        .collect()
+}
+
+/// Each call's method and, for posts, its channel, thread and text.
+pub(super) fn methods(calls: &[SlackCall]) -> Vec<String> {
+    calls
+        .iter()
+        .map(|c| format!("{} {}", c.method, slack_detail(c)))
+        .collect()
+}
+
+pub(super) fn slack_detail(call: &SlackCall) -> String {
+    let mut detail = match call.method.as_str() {
+        "chat.postMessage" => {
+            let body = &call.body;
+            let thread = match body["thread_ts"].as_str() {
+                Some(ts) => format!(" thread {ts}"),
+                None => String::new(),
+            };
+            format!(
+                "#{}{thread} {:?}",
+                body["channel"].as_str().unwrap_or_default(),
+                body["text"].as_str().unwrap_or_default()
+            )
+        }
+        "auth.test" => "(the adapter completes the bot's identity)".to_owned(),
+        _ => match &call.body {
+            Value::Object(m) if !m.is_empty() => call.body.to_string(),
+            _ => String::new(),
+        },
+    };
+    if !call.ok {
+        detail.push_str(&format!(" (answered {})", call.status));
+    }
+    detail
+}
+
+pub(super) fn linear_detail(call: &LinearCall) -> String {
+    let mut detail = match call.operation.as_str() {
+        "AgentActivityCreate" => {
+            let ephemeral = if call.input()["ephemeral"] == Value::Bool(true) {
+                " (ephemeral)"
+            } else {
+                ""
+            };
+            format!(
+                "{}{ephemeral} {:?}",
+                call.activity_type().unwrap_or_default(),
+                call.activity_body().unwrap_or_default()
+            )
+        }
+        _ => call.variables.to_string(),
+    };
+    if !call.ok {
+        detail.push_str(&format!(" (answered {})", call.status));
+    }
+    detail
+}
