@@ -19,6 +19,7 @@ pub fn free_port() -> std::io::Result<u16> {
 pub use chat_test_redis::RedisServer as Redis;
 
 /// One echo-bot replica, started and stopped by `examples`'s process driver.
+#[derive(Debug)]
 pub struct Replica {
     /// Its name in the ledger.
     pub name: String,

@@ -21,7 +21,7 @@ const MIRROR_DELAY: Duration = Duration::from_millis(100);
 /// connection, so Redis has run it but its reply is lost.
 const DROP_AFTER: Duration = Duration::from_millis(20);
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Faults {
     delay_ms: AtomicU64,
     drop_replies: AtomicBool,
@@ -29,6 +29,7 @@ struct Faults {
 }
 
 /// A running proxy; dropping it stops accepting.
+#[derive(Debug)]
 pub struct Proxy {
     /// The port to connect to instead of Redis's.
     pub port: u16,

@@ -47,7 +47,7 @@ pub fn mention(
 }
 
 /// Resends a delivery until it is acknowledged or the schedule runs out.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Sender {
     client: reqwest::Client,
     /// Replica base URLs; a retry may land on any of them.

@@ -73,6 +73,7 @@ pub fn read_dir(dir: &Path) -> std::io::Result<Vec<LedgerLine>> {
 /// and end (ms since the Unix epoch; start only for handler runs), outcome,
 /// reason. Each line is written with one `write` on an append-mode file, so a
 /// killed process leaves whole lines.
+#[derive(Debug)]
 pub struct Ledger {
     file: Mutex<File>,
     replica: String,

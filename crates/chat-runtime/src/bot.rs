@@ -22,6 +22,13 @@ pub struct Bot {
     shared: Arc<Shared>,
 }
 
+impl std::fmt::Debug for Bot {
+    /// The mounted adapters and the options.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.shared.fmt(f)
+    }
+}
+
 impl Bot {
     /// Starts a builder.
     pub fn builder() -> BotBuilder {
@@ -184,6 +191,18 @@ pub struct BotBuilder {
     observers: Vec<Arc<dyn Observer>>,
     handlers: Handlers,
     patterns: Vec<(String, SharedHandler)>,
+}
+
+impl std::fmt::Debug for BotBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let adapters: Vec<&str> = self.adapters.iter().map(|a| a.name()).collect();
+        f.debug_struct("BotBuilder")
+            .field("state", &self.state.is_some())
+            .field("adapters", &adapters)
+            .field("options", &self.options)
+            .field("observers", &self.observers.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl BotBuilder {

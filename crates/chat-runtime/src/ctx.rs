@@ -19,6 +19,21 @@ pub struct Ctx {
     inner: Arc<CtxInner>,
 }
 
+impl std::fmt::Debug for Ctx {
+    /// The run's event (by id and thread), attempt, fence and deadline.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let i = &self.inner;
+        f.debug_struct("Ctx")
+            .field("event", &i.event.id)
+            .field("thread", &i.event.thread)
+            .field("skipped", &i.skipped.len())
+            .field("attempt", &i.attempt)
+            .field("fence", &i.fence)
+            .field("deadline", &i.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
 struct CtxInner {
     state: Arc<dyn StateBackend>,
     adapter: Arc<dyn PlatformAdapter>,
@@ -223,6 +238,16 @@ pub struct Thread {
     posted: Arc<AtomicBool>,
     deadline: Option<Instant>,
     replies: Option<Replies>,
+}
+
+impl std::fmt::Debug for Thread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Thread")
+            .field("adapter", &self.adapter.name())
+            .field("thread", &self.thread)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What a run's thread handle needs to key its replies and to know it still

@@ -45,6 +45,17 @@ pub(crate) struct Shared {
     shutdown_cancelled: AtomicUsize,
 }
 
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut adapters: Vec<&str> = self.adapters.keys().map(String::as_str).collect();
+        adapters.sort_unstable();
+        f.debug_struct("Bot")
+            .field("adapters", &adapters)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The shutdown's stages, as each task observes them.
 #[derive(Default)]
 pub(crate) struct Signals {

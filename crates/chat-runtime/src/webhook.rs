@@ -24,6 +24,14 @@ pub struct WebhookService {
     adapter: Option<Arc<dyn PlatformAdapter>>,
 }
 
+impl std::fmt::Debug for WebhookService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookService")
+            .field("adapter", &self.adapter.as_ref().map(|a| a.name()))
+            .finish_non_exhaustive()
+    }
+}
+
 impl WebhookService {
     pub(crate) fn new(shared: Arc<Shared>, name: &str) -> Self {
         let adapter = shared.adapter(name);

@@ -37,6 +37,15 @@ pub struct ScriptedAdapter {
     inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for ScriptedAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedAdapter")
+            .field("name", &self.inner.name)
+            .field("posts", &self.inner.posts.lock().map_or(0, |p| p.len()))
+            .finish_non_exhaustive()
+    }
+}
+
 struct Inner {
     name: String,
     posts: Mutex<Vec<Post>>,

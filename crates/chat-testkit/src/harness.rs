@@ -56,6 +56,16 @@ pub struct KvHarness {
     prefix: String,
 }
 
+impl std::fmt::Debug for KvHarness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KvHarness")
+            .field("clock", &self.clock)
+            .field("unit", &self.unit)
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
 impl KvHarness {
     /// A harness over a store on tokio's paused clock; one time unit is a second.
     pub fn paused(kv: impl KvStore) -> Self {
@@ -108,6 +118,16 @@ pub struct Harness {
 }
 
 static HARNESSES: AtomicU64 = AtomicU64::new(0);
+
+impl std::fmt::Debug for Harness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Harness")
+            .field("clock", &self.clock)
+            .field("unit", &self.unit)
+            .field("tenant", &self.tenant)
+            .finish_non_exhaustive()
+    }
+}
 
 impl Harness {
     /// A harness over a backend on tokio's paused clock; one time unit is a second.

@@ -55,12 +55,22 @@ impl std::fmt::Debug for StateSigner {
     }
 }
 
-/// A new state and the nonce its cookie carries.
+/// A new state and the nonce its cookie carries. Its `Debug` shows the state
+/// (it travels in a URL) and hides the nonce (it binds the browser).
 pub struct Issued {
     /// The `state` query parameter to send to the platform.
     pub state: String,
     /// The nonce to keep in the browser's install cookie.
     pub nonce: String,
+}
+
+impl std::fmt::Debug for Issued {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Issued")
+            .field("state", &self.state)
+            .field("nonce", &"<redacted>")
+            .finish()
+    }
 }
 
 impl StateSigner {
