@@ -356,6 +356,7 @@ impl Bench {
             ("chat-slack", "verify_parse"),
             ("chat-state-memory", "admit"),
             ("chat-state-redis", "admit"),
+            ("chat-bench", "client"),
         ];
         for (package, bench) in benches {
             let mut c = cargo();
