@@ -24,7 +24,8 @@ fn main() {
     divan::main();
 }
 
-const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok";
+const RESPONSE: &[u8] =
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok";
 
 /// A current-thread runtime serving fixed 200 answers on a loopback port.
 fn server() -> (Runtime, SocketAddr) {

@@ -57,3 +57,25 @@ pub trait KvStore: Send + Sync + 'static {
     /// Deletes an entry; returns whether a live one existed.
     async fn delete(&self, key: &str) -> Result<bool, StateError>;
 }
+
+/// A shared store is a store (`Arc<RedisState>`, `Arc<dyn KvStore>`).
+#[async_trait]
+impl<T: KvStore + ?Sized> KvStore for std::sync::Arc<T> {
+    async fn get(&self, key: &str) -> Result<Option<Bytes>, StateError> {
+        (**self).get(key).await
+    }
+
+    async fn set(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<Duration>,
+        mode: SetMode,
+    ) -> Result<bool, StateError> {
+        (**self).set(key, value, ttl, mode).await
+    }
+
+    async fn delete(&self, key: &str) -> Result<bool, StateError> {
+        (**self).delete(key).await
+    }
+}

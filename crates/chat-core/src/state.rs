@@ -595,6 +595,11 @@ pub enum CancelOutcome {
 /// itself (unreachable, timed out, corrupt data); every protocol answer —
 /// duplicate, lost lease, full queue — is a value. A [`StateError::Timeout`] or
 /// [`StateError::Unavailable`] says nothing about whether the call ran.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a chat-rs state backend",
+    label = "expected a `StateBackend`",
+    note = "use `chat_state_memory::MemoryState` or `chat_state_redis::RedisState`, or any `Arc<T>` of one (an `Arc<dyn StateBackend>` chosen at run time works too)"
+)]
 #[async_trait]
 pub trait StateBackend: Send + Sync + 'static {
     /// The ack path in one step. In order:
@@ -712,5 +717,68 @@ pub trait StateBackend: Send + Sync + 'static {
     /// Default `true`.
     fn shared(&self) -> bool {
         true
+    }
+}
+
+/// A shared backend is a backend: `Arc<MemoryState>`, or an
+/// `Arc<dyn StateBackend>` chosen at run time, goes wherever a backend does.
+#[async_trait]
+impl<T: StateBackend + ?Sized> StateBackend for std::sync::Arc<T> {
+    async fn admit(&self, request: AdmitRequest) -> Result<Admission, StateError> {
+        (**self).admit(request).await
+    }
+
+    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<Renewal, StateError> {
+        (**self).renew(lease, ttl).await
+    }
+
+    async fn finish(&self, lease: &Lease) -> Result<Handoff, StateError> {
+        (**self).finish(lease).await
+    }
+
+    async fn release(&self, lease: &Lease, how: Release) -> Result<bool, StateError> {
+        (**self).release(lease, how).await
+    }
+
+    async fn unmark(&self, thread: &ThreadRef, key: &DedupeKey) -> Result<bool, StateError> {
+        (**self).unmark(thread, key).await
+    }
+
+    async fn acquire_slot(
+        &self,
+        scope: &ScopeKey,
+        token: &LeaseToken,
+        max: Option<usize>,
+        ttl: Duration,
+    ) -> Result<SlotGrant, StateError> {
+        (**self).acquire_slot(scope, token, max, ttl).await
+    }
+
+    async fn request_cancel(&self, request: CancelRequest) -> Result<CancelOutcome, StateError> {
+        (**self).request_cancel(request).await
+    }
+
+    async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Recovered>, StateError> {
+        (**self).sweep(lease_ttl, limit).await
+    }
+
+    async fn subscribe(&self, thread: &ThreadRef) -> Result<(), StateError> {
+        (**self).subscribe(thread).await
+    }
+
+    async fn unsubscribe(&self, thread: &ThreadRef) -> Result<bool, StateError> {
+        (**self).unsubscribe(thread).await
+    }
+
+    async fn is_subscribed(&self, thread: &ThreadRef) -> Result<bool, StateError> {
+        (**self).is_subscribed(thread).await
+    }
+
+    async fn health(&self) -> Result<(), StateError> {
+        (**self).health().await
+    }
+
+    fn shared(&self) -> bool {
+        (**self).shared()
     }
 }

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use chat_core::{PlatformAdapter, StateBackend};
 use regex::Regex;
 
+use crate::data::AppData;
 use crate::handler::{Handler, SharedHandler};
 use crate::options::{BuildError, RuntimeOptions};
 use crate::outcome::{Observer, Recorder};
@@ -191,6 +192,7 @@ pub struct BotBuilder {
     observers: Vec<Arc<dyn Observer>>,
     handlers: Handlers,
     patterns: Vec<(String, SharedHandler)>,
+    data: AppData,
 }
 
 impl std::fmt::Debug for BotBuilder {
@@ -201,6 +203,7 @@ impl std::fmt::Debug for BotBuilder {
             .field("adapters", &adapters)
             .field("options", &self.options)
             .field("observers", &self.observers.len())
+            .field("data", &self.data.len())
             .finish_non_exhaustive()
     }
 }
@@ -213,10 +216,39 @@ impl BotBuilder {
         self
     }
 
-    /// A shared state backend.
+    /// A shared state backend (the same as [`state`](Self::state) with an
+    /// `Arc`, without wrapping it again).
     #[must_use]
     pub fn state_arc(mut self, state: Arc<dyn StateBackend>) -> Self {
         self.state = Some(state);
+        self
+    }
+
+    /// Registers a value of the bot's own — a database pool, an HTTP or LLM
+    /// client, configuration — that every handler reads with
+    /// [`Ctx::data`](crate::Ctx::data), by its type. One value per type; a
+    /// later one replaces an earlier one. Wrap what must be shared mutably in
+    /// a `Mutex` or use a type that is already shared (a pool).
+    ///
+    /// ```
+    /// use chat_runtime::{Bot, BoxError, Ctx, Event};
+    ///
+    /// struct Greeting(String);
+    ///
+    /// async fn greet(ctx: Ctx, _event: Event) -> Result<(), BoxError> {
+    ///     let greeting = ctx.data::<Greeting>().ok_or("no Greeting registered")?;
+    ///     ctx.thread().post(greeting.0.clone()).await?;
+    ///     Ok(())
+    /// }
+    ///
+    /// let builder = Bot::builder()
+    ///     .data(Greeting("hello!".to_owned()))
+    ///     .on_new_mention(greet);
+    /// # let _ = builder;
+    /// ```
+    #[must_use]
+    pub fn data<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.data.insert(value);
         self
     }
 
@@ -374,6 +406,7 @@ impl BotBuilder {
                 options,
                 handlers,
                 Recorder::new(self.observers),
+                self.data,
             )),
         };
         // The recovery sweep runs from the start when built inside a runtime;

@@ -11,6 +11,7 @@ use chat_core::{
 use tokio::time::Instant;
 
 use crate::cancel::{Cancel, CancelCause};
+use crate::data::AppData;
 use crate::keeper::LeaseState;
 
 /// The context of one handler run. Cheap to clone.
@@ -47,6 +48,7 @@ struct CtxInner {
     posts: Arc<Posts>,
     posted: Arc<AtomicBool>,
     reply: Option<crate::answer::Answer>,
+    data: AppData,
 }
 
 /// What a run has posted through its thread handles: the next reply's
@@ -78,6 +80,7 @@ pub(crate) struct CtxParts {
     pub(crate) posts: Arc<Posts>,
     pub(crate) posted: Arc<AtomicBool>,
     pub(crate) reply: Option<crate::answer::Answer>,
+    pub(crate) data: AppData,
 }
 
 impl Ctx {
@@ -96,6 +99,7 @@ impl Ctx {
                 posts: p.posts,
                 posted: p.posted,
                 reply: p.reply,
+                data: p.data,
             }),
         }
     }
@@ -213,10 +217,75 @@ impl Ctx {
         false
     }
 
-    /// The state backend, for the bot's own KV use.
+    /// Answers a slash command (or an interaction) with `text` only its
+    /// invoker sees (Slack: `response_type: ephemeral`).
+    ///
+    /// The answer goes in the HTTP response when that is still open (a run
+    /// before the acknowledgement); otherwise — a detached run, or one that
+    /// outlasted `ack_timeout` — through the platform's later channel
+    /// (Slack: the command's `response_url`), awaited and bounded by the run's
+    /// deadline, so a failure reaches the handler instead of being dropped.
+    ///
+    /// # Errors
+    /// The adapter's error when the later answer fails;
+    /// [`AdapterError::Unsupported`] when the event has no way to be answered
+    /// later (Slack: no `response_url`; Linear: no slash commands).
+    pub async fn reply_ephemeral(&self, text: impl Into<String>) -> Result<Replied, AdapterError> {
+        self.answer(serde_json::json!({ "response_type": "ephemeral", "text": text.into() }))
+            .await
+    }
+
+    /// Answers a slash command (or an interaction) with `text` everyone in the
+    /// channel sees (Slack: `response_type: in_channel`), as
+    /// [`reply_ephemeral`](Self::reply_ephemeral) does.
+    ///
+    /// # Errors
+    /// As [`reply_ephemeral`](Self::reply_ephemeral).
+    pub async fn reply_in_channel(&self, text: impl Into<String>) -> Result<Replied, AdapterError> {
+        self.answer(serde_json::json!({ "response_type": "in_channel", "text": text.into() }))
+            .await
+    }
+
+    async fn answer(&self, reply: serde_json::Value) -> Result<Replied, AdapterError> {
+        let reply = match &self.inner.reply {
+            Some(answer) => match answer.reply(reply) {
+                Ok(()) => return Ok(Replied::InResponse),
+                Err(reply) => reply,
+            },
+            None => reply,
+        };
+        let later = self.inner.adapter.reply_later(&self.inner.event, &reply);
+        match self.inner.deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, later)
+                .await
+                .unwrap_or(Err(AdapterError::DeadlineExceeded))?,
+            None => later.await?,
+        }
+        Ok(Replied::Later)
+    }
+
+    /// The state backend.
     pub fn state(&self) -> &Arc<dyn StateBackend> {
         &self.inner.state
     }
+
+    /// The bot's own value of type `T`, registered with
+    /// [`BotBuilder::data`](crate::BotBuilder::data); `None` when none was.
+    pub fn data<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.inner.data.get()
+    }
+}
+
+/// How an answer to the delivery went out ([`Ctx::reply_ephemeral`],
+/// [`Ctx::reply_in_channel`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Replied {
+    /// In the delivery's HTTP response.
+    InResponse,
+    /// After the response, through the platform's later channel (Slack's
+    /// `response_url`).
+    Later,
 }
 
 /// A conversation to post into. From [`Ctx::thread`].

@@ -26,10 +26,54 @@ pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Sen
 /// # fn assert_handler<H: chat_runtime::Handler>(_: H) {}
 /// # assert_handler(echo);
 /// ```
+///
+/// A handler that needs something of the bot's own (a pool, a client) reads it
+/// from [`Ctx::data`](crate::Ctx::data), or, as a closure, clones what it
+/// captures before its `async move` block — the closure runs once per event:
+///
+/// ```
+/// use std::sync::Arc;
+/// use chat_runtime::{Ctx, Event};
+///
+/// let prefix = Arc::new(String::from("echo: "));
+/// let handler = move |ctx: Ctx, event: Event| {
+///     let prefix = Arc::clone(&prefix);
+///     async move {
+///         ctx.thread().post(format!("{prefix}{}", event.text().unwrap_or(""))).await?;
+///         Ok::<_, chat_runtime::BoxError>(())
+///     }
+/// };
+/// # fn assert_handler<H: chat_runtime::Handler>(_: H) {}
+/// # assert_handler(handler);
+/// ```
+///
+/// Or a type of its own implements `Handler`:
+///
+/// ```
+/// use std::sync::Arc;
+/// use chat_runtime::{Ctx, Event, Handler, HandlerFuture};
+///
+/// struct Echo {
+///     prefix: Arc<str>,
+/// }
+///
+/// impl Handler for Echo {
+///     fn call(&self, ctx: Ctx, event: Event) -> HandlerFuture {
+///         let prefix = Arc::clone(&self.prefix);
+///         Box::pin(async move {
+///             ctx.thread().post(format!("{prefix}{}", event.text().unwrap_or(""))).await?;
+///             Ok(())
+///         })
+///     }
+/// }
+/// # fn assert_handler<H: Handler>(_: H) {}
+/// # assert_handler(Echo { prefix: "echo: ".into() });
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a chat-rs handler",
     label = "expected an async fn or closure `(Ctx, Event) -> Result<(), E>`",
-    note = "a handler takes `(chat_runtime::Ctx, chat_runtime::Event)`, returns a `Send` future of `Result<(), E>` where `E: Into<BoxError>`, and is `Send + Sync + 'static`"
+    note = "a handler takes `(chat_runtime::Ctx, chat_runtime::Event)`, returns a `Send` future of `Result<(), E>` where `E: Into<BoxError>`, and is `Send + Sync + 'static`",
+    note = "a closure is called once per event, so it must be `Fn`: clone what it captures before the `async move` block (`move |ctx, event| {{ let db = db.clone(); async move {{ … }} }}`), or register the value with `BotBuilder::data` and read it with `ctx.data::<T>()`"
 )]
 pub trait Handler: Send + Sync + 'static {
     /// Runs the handler.

@@ -71,6 +71,7 @@ mod answer;
 mod bot;
 mod cancel;
 mod ctx;
+mod data;
 mod dispatch;
 mod handler;
 mod holder;
@@ -93,7 +94,7 @@ pub use chat_core::{
     BoxError, BurstMode, BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions, Event,
     EventKind, OnFull, QueueOptions,
 };
-pub use ctx::{Ctx, Thread};
+pub use ctx::{Ctx, Replied, Thread};
 pub use handler::{Handler, HandlerFuture};
 pub use options::{
     BuildError, Dispatch, LockScope, MAX_DURATION, RuntimeOptions, ScopeChoice, ShutdownMode,

@@ -67,6 +67,7 @@ pub(crate) async fn run(
         posts: Arc::clone(&posts),
         posted: work.posted,
         reply: work.reply,
+        data: shared.data().clone(),
     });
     let started = Instant::now();
     let mut cancelled_at = None;

@@ -18,6 +18,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::admission::Admission;
 use crate::cancel::{Cancel, CancelCause};
+use crate::data::AppData;
 use crate::options::RuntimeOptions;
 use crate::outcome::Recorder;
 use crate::router::Handlers;
@@ -29,6 +30,7 @@ pub(crate) struct Shared {
     options: RuntimeOptions,
     handlers: Handlers,
     recorder: Recorder,
+    data: AppData,
     admission: Admission,
     tracker: TaskTracker,
     signals: Signals,
@@ -110,10 +112,12 @@ impl Shared {
         options: RuntimeOptions,
         handlers: Handlers,
         recorder: Recorder,
+        data: AppData,
     ) -> Self {
         Self {
             state,
             adapters,
+            data,
             admission: Admission::new(options.max_detached, options.max_detached_per_tenant),
             options,
             handlers,
@@ -131,6 +135,10 @@ impl Shared {
 
     pub(crate) fn state(&self) -> &Arc<dyn StateBackend> {
         &self.state
+    }
+
+    pub(crate) fn data(&self) -> &AppData {
+        &self.data
     }
 
     pub(crate) fn options(&self) -> &RuntimeOptions {

@@ -18,7 +18,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use chat_runtime::{
-    Bot, BoxError, Concurrency, Ctx, Dispatch, Event, Outcome, OutcomeRecord, RuntimeOptions,
+    Bot, BoxError, Concurrency, Ctx, Dispatch, Event, Outcome, OutcomeRecord, Replied,
+    RuntimeOptions,
 };
 use chat_slack::{NO_RETRY_HEADER, SlackAdapter, SlackAdapterBuilder, signature};
 use chat_state_memory::MemoryState;
@@ -535,6 +536,83 @@ async fn a_slow_slash_command_is_answered_working_and_replies_later() {
     assert_eq!(later.len(), 1);
     assert_eq!(later[0].body, json!({"text": "prod is green"}));
     finish(&bot).await;
+}
+
+/// `reply_in_channel` answers in the HTTP response while it is open, and says
+/// so.
+#[tokio::test(start_paused = true)]
+async fn reply_in_channel_answers_in_the_response() {
+    let fake = FakeSlack::start().await;
+    let replied = Arc::new(Mutex::new(None));
+    let seen = Arc::clone(&replied);
+    let bot = Bot::builder()
+        .state(MemoryState::new())
+        .adapter(adapter(&fake).build().unwrap())
+        .options(deferred())
+        .on_slash_command("/deploy", move |ctx: Ctx, event: Event| {
+            let seen = Arc::clone(&seen);
+            async move {
+                let how = ctx
+                    .reply_in_channel(format!("deploying {}", event.text().unwrap_or("")))
+                    .await?;
+                *seen.lock().unwrap() = Some(how);
+                Ok::<_, BoxError>(())
+            }
+        })
+        .build()
+        .unwrap();
+    let answer = deliver(&bot, command_request("/deploy", "prod")).await;
+    assert_eq!(
+        answer.json(),
+        json!({"response_type": "in_channel", "text": "deploying prod"})
+    );
+    finish(&bot).await;
+    assert_eq!(*replied.lock().unwrap(), Some(Replied::InResponse));
+    assert!(fake.calls().is_empty(), "answered in the response only");
+}
+
+/// Past the acknowledgement, `reply_ephemeral` goes through the command's
+/// `response_url`, awaited: the handler learns it went `Later`.
+#[tokio::test(start_paused = true)]
+async fn reply_ephemeral_after_the_response_goes_to_the_response_url() {
+    let fake = FakeSlack::start().await;
+    let replied = Arc::new(Mutex::new(None));
+    let seen = Arc::clone(&replied);
+    let bot = Bot::builder()
+        .state(MemoryState::new())
+        .adapter(adapter(&fake).build().unwrap())
+        .options(RuntimeOptions {
+            ack_timeout: Duration::from_secs(2),
+            ..deferred()
+        })
+        .on_any_slash_command(move |ctx: Ctx, _event: Event| {
+            let seen = Arc::clone(&seen);
+            async move {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                let how = ctx.reply_ephemeral("done").await?;
+                *seen.lock().unwrap() = Some(how);
+                Ok::<_, BoxError>(())
+            }
+        })
+        .build()
+        .unwrap();
+    let url = fake.response_url("commands/T0001/2/y");
+    let answer = deliver(&bot, command_request_to("/deploy", "prod", &url)).await;
+    assert!(
+        answer.json()["text"]
+            .as_str()
+            .unwrap()
+            .contains("Working on it")
+    );
+    let later = fake
+        .wait_for_calls("response_url", 1, Duration::from_secs(10))
+        .await;
+    assert_eq!(
+        later[0].body,
+        json!({"response_type": "ephemeral", "text": "done"})
+    );
+    finish(&bot).await;
+    assert_eq!(*replied.lock().unwrap(), Some(Replied::Later));
 }
 
 /// Any slash command reaches `on_any_slash_command` when no handler names it.
