@@ -82,6 +82,7 @@ mod retry;
 mod router;
 mod run;
 mod shared;
+mod signal;
 mod slots;
 mod sweep;
 mod webhook;
@@ -100,4 +101,5 @@ pub use options::{
     BuildError, Dispatch, LockScope, MAX_DURATION, RuntimeOptions, ScopeChoice, ShutdownMode,
 };
 pub use outcome::{Observer, Outcome, OutcomeRecord};
+pub use signal::shutdown_signal;
 pub use webhook::WebhookService;

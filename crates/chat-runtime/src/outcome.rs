@@ -148,7 +148,7 @@ impl Recorder {
             };
         }
         match r.outcome {
-            Outcome::Ran => emit!(debug, "handler-ran"),
+            Outcome::Ran => emit!(info, "handler-ran"),
             Outcome::Failed => emit!(warn, "handler-failed"),
             Outcome::Duplicate => emit!(debug, "message-duplicate"),
             Outcome::Dropped => emit!(info, "message-dropped"),

@@ -51,6 +51,7 @@ mod flaky_installations;
 mod harness;
 pub mod install_flow;
 mod server;
+pub mod signed;
 
 pub use adapter::{SIGNATURE_HEADER, ScriptedAdapter};
 pub use events::{EventBuilder, user};

@@ -106,7 +106,7 @@ async fn main() -> Result<(), BoxError> {
             })
             .await
     });
-    signal().await;
+    chat_runtime::shutdown_signal().await;
     tracing::info!(deadline_ms = args.shutdown_deadline_ms, "shutting down");
     // Refuse new deliveries and cancel handlers first; then stop the listener.
     let report = bot.shutdown(deadline).await;
@@ -153,27 +153,6 @@ async fn state(args: &Args) -> Result<(Arc<dyn StateBackend>, Arc<dyn KvStore>),
             let s = Arc::new(chat_state_memory::MemoryState::new());
             Ok((s.clone(), s))
         }
-    }
-}
-
-async fn signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
     }
 }
 
