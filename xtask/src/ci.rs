@@ -66,6 +66,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "doctests",
         timed(cargo_args(&["test", "--workspace", "--doc"])),
     );
+    step("first-day", first_day());
     step("rustdoc", rustdoc());
     step("deny", deny());
 
@@ -212,4 +213,16 @@ fn deny() -> Outcome {
         "bans",
         "sources",
     ]))
+}
+
+/// The getting-started bot, built outside the workspace from the guides.
+fn first_day() -> Outcome {
+    let started = std::time::Instant::now();
+    match crate::first_day::run(&[]) {
+        Ok(()) => Outcome::Passed(started.elapsed()),
+        Err(e) => {
+            eprintln!("ci: first-day: {e}");
+            Outcome::Failed(started.elapsed())
+        }
+    }
 }

@@ -18,6 +18,7 @@ mod chaos;
 mod ci;
 mod cmd;
 mod demo;
+mod first_day;
 mod fuzz;
 mod modules;
 mod redis;
@@ -40,6 +41,9 @@ commands:
                         conversation of signed webhooks, printed as a timeline
                         (NAME: drop | queue | debounce | burst | burst-each |
                         concurrent; `demo --help` for the rest)
+  first-day             the getting-started bot built as a new crate from the
+                        guides' code blocks: its tests, and its binary answering
+                        a signed delivery and stopping on SIGTERM
   fuzz [--seconds N] [target…]
                         every parser's fuzz target for N s each (default 60),
                         stable toolchain, `-s none`; installs cargo-fuzz if needed
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
         Some("chaos") => chaos::run(&args[1..]),
         Some("ci") => ci::run(&args[1..]),
         Some("demo") => demo::run(&args[1..]),
+        Some("first-day") => first_day::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("modules") => modules::run(&args[1..]),
         Some("redis-cluster") => redis::cluster_command(&args[1..]),

@@ -45,6 +45,32 @@ async fn progress_events_carry_their_stable_names() {
     assert!(has("message-superseded", "reason=\"debounce\""), "{seen:?}");
 }
 
+/// With an `info` filter, a healthy bot logs one outcome line per handled
+/// delivery (`handler-ran`), and nothing for a duplicate.
+#[tokio::test(start_paused = true)]
+async fn at_info_each_handled_delivery_is_one_outcome_line() {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let seen = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
+    let layer = Names(Arc::clone(&seen)).with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+
+    let q = Scenario::new(deferred(Concurrency::queue()));
+    q.send("1", "a", "ok").await;
+    q.send("2", "b", "ok").await;
+    q.send("2", "b", "ok").await; // a retry: a duplicate, logged at DEBUG only
+    q.pass(1000).await;
+
+    let seen = seen.lock().unwrap().clone();
+    let outcomes: Vec<&str> = seen
+        .iter()
+        .filter(|(_, fields)| fields.contains("outcome="))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert_eq!(outcomes, ["handler-ran", "handler-ran"], "{seen:?}");
+}
+
 /// Records every event's name and fields.
 struct Names(Arc<Mutex<Vec<(String, String)>>>);
 

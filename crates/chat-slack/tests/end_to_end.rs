@@ -23,8 +23,9 @@ use chat_runtime::{
 };
 use chat_slack::{NO_RETRY_HEADER, SlackAdapter, SlackAdapterBuilder, signature};
 use chat_state_memory::MemoryState;
+use chat_testkit::signed::SlackDeliveries;
 use chat_testkit::{FakeSlack, RetryAfter};
-use common::{BOT_ID, BOT_USER, SECRET, TEAM, callback, url_encode};
+use common::{BOT_ID, BOT_USER, SECRET, TEAM};
 use http::{HeaderMap, StatusCode};
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
@@ -141,6 +142,30 @@ fn now() -> u64 {
         .as_secs()
 }
 
+/// Deliveries as Slack signs them, in the test workspace and channel.
+fn slack() -> SlackDeliveries {
+    SlackDeliveries::new(SECRET)
+        .team(TEAM)
+        .bot_user(BOT_USER)
+        .channel(CHANNEL)
+        .user("U0HUMAN")
+}
+
+/// Adds `extra` headers and makes the body a `Full`.
+fn with_headers(
+    request: http::Request<Bytes>,
+    extra: &[(&str, &str)],
+) -> http::Request<Full<Bytes>> {
+    let mut request = request.map(Full::new);
+    for (k, v) in extra {
+        request.headers_mut().insert(
+            http::HeaderName::try_from(*k).unwrap(),
+            http::HeaderValue::try_from(*v).unwrap(),
+        );
+    }
+    request
+}
+
 /// A POST to the webhook signed with `secret` at `timestamp`.
 fn request_signed(
     secret: &str,
@@ -149,24 +174,13 @@ fn request_signed(
     body: &[u8],
     extra: &[(&str, &str)],
 ) -> http::Request<Full<Bytes>> {
-    let ts = timestamp.to_string();
-    let mut req = http::Request::post("/webhooks/slack")
-        .header("content-type", content_type)
-        .header(signature::TIMESTAMP_HEADER, &ts)
-        .header(
-            signature::SIGNATURE_HEADER,
-            signature::sign(secret, &ts, body),
-        );
-    for (k, v) in extra {
-        req = req.header(*k, *v);
-    }
-    req.body(Full::new(Bytes::copy_from_slice(body))).unwrap()
+    let request = SlackDeliveries::new(secret).signed_at(timestamp, content_type, body.to_vec());
+    with_headers(request, extra)
 }
 
 /// An Events API delivery, signed now.
 fn event_request(body: &Value, extra: &[(&str, &str)]) -> http::Request<Full<Bytes>> {
-    let bytes = serde_json::to_vec(body).unwrap();
-    request_signed(SECRET, now(), "application/json", &bytes, extra)
+    with_headers(slack().event(body), extra)
 }
 
 /// A slash command (form body), signed now.
@@ -174,27 +188,16 @@ fn command_request(command: &str, text: &str) -> http::Request<Full<Bytes>> {
     command_request_to(command, text, "https://hooks.slack.com/commands/T0001/1/x")
 }
 
-/// A slash command whose `response_url` is `response_url`.
+/// A slash command whose `response_url` is `response_url`; one trigger per
+/// command (a command's retry has the same one).
 fn command_request_to(command: &str, text: &str, response_url: &str) -> http::Request<Full<Bytes>> {
-    let body = format!(
-        "token=gIkuvaNzQIHg97ATvDxqgjtO&team_id={TEAM}&team_domain=example&channel_id={CHANNEL}\
-         &channel_name=deploys&user_id=U0HUMAN&user_name=ana&command={}&text={}\
-         &api_app_id=A0APP&is_enterprise_install=false\
-         &response_url={}\
-         &trigger_id=13345224609.738474920.8088930838d88f008e0{}",
-        url_encode(command),
-        url_encode(text),
-        url_encode(response_url),
-        // One trigger per command: a command's retry has the same one.
-        url_encode(command.trim_start_matches('/')),
+    let trigger = format!(
+        "13345224609.738474920.8088930838d88f008e0{}",
+        command.trim_start_matches('/')
     );
-    request_signed(
-        SECRET,
-        now(),
-        "application/x-www-form-urlencoded",
-        body.as_bytes(),
-        &[],
-    )
+    slack()
+        .slash_command_with(command, text, &trigger, response_url)
+        .map(Full::new)
 }
 
 struct Answer {
@@ -224,18 +227,12 @@ async fn deliver(bot: &Bot, request: http::Request<Full<Bytes>>) -> Answer {
 /// A user's post mentioning the bot, as `app_mention` (`thread_ts` for a reply
 /// in a thread).
 fn app_mention(event_id: &str, ts: &str, thread_ts: Option<&str>) -> Value {
-    let mut event = json!({
-        "type": "app_mention",
-        "user": "U0HUMAN",
-        "text": format!("<@{BOT_USER}> is the deploy done?"),
-        "ts": ts,
-        "channel": CHANNEL,
-        "event_ts": ts,
-    });
-    if let Some(t) = thread_ts {
-        event["thread_ts"] = json!(t);
-    }
-    callback(event_id, event)
+    slack().app_mention_body(
+        event_id,
+        ts,
+        thread_ts,
+        &format!("<@{BOT_USER}> is the deploy done?"),
+    )
 }
 
 /// The same post as its `message` twin (another event id, same channel + ts).

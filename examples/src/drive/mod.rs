@@ -32,6 +32,7 @@ pub mod slack;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use chat_testkit::signed::{LinearDeliveries, SlackDeliveries};
 use serde_json::Value;
 
 pub use process::{Answer, EchoBot, EchoBotCommand, Stopped};
@@ -81,60 +82,61 @@ impl Delivery {
     }
 
     /// A Slack delivery signed with `secret` at `timestamp` (Unix seconds),
-    /// per Slack's rules: `v0=` HMAC-SHA256 over `v0:{timestamp}:{body}`.
+    /// per Slack's rules (`chat_testkit::signed::SlackDeliveries`).
     pub fn slack_signed(secret: &str, timestamp: u64, content_type: &str, body: Vec<u8>) -> Self {
-        let ts = timestamp.to_string();
-        let signature = chat_slack::signature::sign(secret, &ts, &body);
-        Self::unsigned("/webhooks/slack", content_type, body)
-            .header(chat_slack::signature::TIMESTAMP_HEADER, &ts)
-            .header(chat_slack::signature::SIGNATURE_HEADER, &signature)
+        SlackDeliveries::new(secret)
+            .signed_at(timestamp, content_type, body)
+            .into()
     }
 
     /// An Events API delivery (JSON), signed now with [`SLACK_SIGNING_SECRET`].
     pub fn slack_event(body: &Value) -> Self {
-        Self::slack_signed(
-            SLACK_SIGNING_SECRET,
-            now_secs(),
-            "application/json",
-            body.to_string().into_bytes(),
-        )
+        slack::deliveries().event(body).into()
     }
 
     /// Slack's retry of an Events API delivery: the same body with
     /// `X-Slack-Retry-Num` and `X-Slack-Retry-Reason`, signed now.
     pub fn slack_retry(body: &Value, attempt: u32, reason: &str) -> Self {
-        Self::slack_event(body)
-            .header("x-slack-retry-num", &attempt.to_string())
-            .header("x-slack-retry-reason", reason)
+        slack::deliveries().retry(body, attempt, reason).into()
     }
 
     /// A slash command (form body, see [`slack::slash_command`]), signed now
     /// with [`SLACK_SIGNING_SECRET`].
     pub fn slack_command(form: &str) -> Self {
-        Self::slack_signed(
-            SLACK_SIGNING_SECRET,
-            now_secs(),
-            "application/x-www-form-urlencoded",
-            form.as_bytes().to_vec(),
-        )
+        slack::deliveries().form(form.to_owned()).into()
     }
 
-    /// A Linear webhook signed with `secret`: `Linear-Signature` is the hex
-    /// HMAC-SHA256 of the body; `delivery` goes in `Linear-Delivery`.
+    /// A Linear webhook signed with `secret`
+    /// (`chat_testkit::signed::LinearDeliveries`); `delivery` goes in
+    /// `Linear-Delivery`.
     pub fn linear_signed(secret: &str, body: &Value, delivery: &str) -> Self {
-        let bytes = body.to_string().into_bytes();
-        let signature = chat_linear::signature::sign(secret, &bytes);
-        let event = body.get("type").and_then(Value::as_str).unwrap_or_default();
-        Self::unsigned("/webhooks/linear", "application/json; charset=utf-8", bytes)
-            .header("user-agent", "Linear-Webhook")
-            .header(chat_linear::signature::SIGNATURE_HEADER, &signature)
-            .header(chat_linear::signature::DELIVERY_HEADER, delivery)
-            .header(chat_linear::signature::EVENT_HEADER, event)
+        LinearDeliveries::new(secret).signed(body, delivery).into()
     }
 
     /// A Linear webhook signed with [`LINEAR_WEBHOOK_SECRET`].
     pub fn linear(body: &Value, delivery: &str) -> Self {
         Self::linear_signed(LINEAR_WEBHOOK_SECRET, body, delivery)
+    }
+}
+
+impl From<http::Request<bytes::Bytes>> for Delivery {
+    /// A request as the signed builders of `chat_testkit::signed` make it.
+    fn from(request: http::Request<bytes::Bytes>) -> Self {
+        let (parts, body) = request.into_parts();
+        Self {
+            path: parts.uri.path().to_owned(),
+            headers: parts
+                .headers
+                .iter()
+                .map(|(n, v)| {
+                    (
+                        n.as_str().to_owned(),
+                        v.to_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect(),
+            body: body.to_vec(),
+        }
     }
 }
 

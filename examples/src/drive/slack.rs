@@ -1,6 +1,7 @@
 //! The Slack payloads echo-bot is driven with, as Slack sends them.
 
 use chat_testkit::FakeSlack;
+use chat_testkit::signed::SlackDeliveries;
 use serde_json::{Value, json};
 
 /// The workspace.
@@ -18,33 +19,29 @@ pub fn mentioning(text: &str) -> String {
     format!("<@{BOT_USER}> {text}")
 }
 
+/// The signed-delivery builder for echo-bot's workspace: signed with
+/// [`SLACK_SIGNING_SECRET`](super::SLACK_SIGNING_SECRET), in [`TEAM`] and
+/// [`CHANNEL`], written by [`USER`].
+pub fn deliveries() -> SlackDeliveries {
+    SlackDeliveries::new(super::SLACK_SIGNING_SECRET)
+        .team(TEAM)
+        .bot_user(BOT_USER)
+        .channel(CHANNEL)
+        .user(USER)
+}
+
 /// An `event_callback` envelope around `event`.
 pub fn callback(event_id: &str, event: Value) -> Value {
-    callback_in(TEAM, BOT_USER, event_id, event)
+    deliveries().callback(event_id, event)
 }
 
 /// An `event_callback` envelope around `event` from workspace `team`, whose
 /// installation's bot user is `bot_user` (`authorizations[0]`).
 pub fn callback_in(team: &str, bot_user: &str, event_id: &str, event: Value) -> Value {
-    let mut body = json!({
-        "token": "XXYYZZ",
-        "team_id": team,
-        "api_app_id": "A0ECHO",
-        "type": "event_callback",
-        "event_id": event_id,
-        "event_time": 1_700_000_000,
-        "authorizations": [{
-            "enterprise_id": null,
-            "team_id": team,
-            "user_id": bot_user,
-            "is_bot": true,
-            "is_enterprise_install": false
-        }],
-        "is_ext_shared_channel": false,
-        "event_context": "4-eyJldCI6ImFwcF9tZW50aW9uIiwidGlkIjoiVDAwMDEifQ"
-    });
-    body["event"] = event;
-    body
+    deliveries()
+        .team(team)
+        .bot_user(bot_user)
+        .callback(event_id, event)
 }
 
 fn event(kind: &str, ts: &str, thread_ts: Option<&str>, text: &str) -> Value {
@@ -66,7 +63,7 @@ fn event(kind: &str, ts: &str, thread_ts: Option<&str>, text: &str) -> Value {
 /// for a reply in a thread). Pass the text with the mention
 /// ([`mentioning`]).
 pub fn app_mention(event_id: &str, ts: &str, thread_ts: Option<&str>, text: &str) -> Value {
-    callback(event_id, event("app_mention", ts, thread_ts, text))
+    deliveries().app_mention_body(event_id, ts, thread_ts, text)
 }
 
 /// [`app_mention`] in workspace `team`, where the bot user is `U{team}` (as
@@ -88,9 +85,7 @@ pub fn workspace_token(team: &str) -> String {
 /// A post in [`CHANNEL`] as a `message` event: a plain message, or the twin
 /// of an `app_mention` (another event id, the same `ts`).
 pub fn message(event_id: &str, ts: &str, thread_ts: Option<&str>, text: &str) -> Value {
-    let mut e = event("message", ts, thread_ts, text);
-    e["channel_type"] = json!("channel");
-    callback(event_id, e)
+    deliveries().message_body(event_id, ts, thread_ts, text)
 }
 
 /// The `url_verification` Slack sends when the request URL is set.
@@ -105,44 +100,12 @@ pub fn url_verification(challenge: &str) -> Value {
 /// A slash command's form body: `command` (`/echo`) with `text`, invoked by
 /// [`USER`] in [`CHANNEL`]; `trigger_id` identifies the invocation.
 pub fn slash_command(command: &str, text: &str, trigger_id: &str) -> String {
-    let fields = [
-        ("token", "gIkuvaNzQIHg97ATvDxqgjtO"),
-        ("team_id", TEAM),
-        ("team_domain", "example"),
-        ("channel_id", CHANNEL),
-        ("channel_name", "general"),
-        ("user_id", USER),
-        ("user_name", "ada"),
-        ("command", command),
-        ("text", text),
-        ("api_app_id", "A0ECHO"),
-        ("is_enterprise_install", "false"),
-        (
-            "response_url",
-            "https://hooks.slack.com/commands/T0001/1/demo",
-        ),
-        ("trigger_id", trigger_id),
-    ];
-    fields
-        .iter()
-        .map(|(k, v)| format!("{k}={}", form_encode(v)))
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
-/// `application/x-www-form-urlencoded` encoding of one value.
-fn form_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(char::from(b));
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
+    deliveries().slash_command_form(
+        command,
+        text,
+        trigger_id,
+        "https://hooks.slack.com/commands/T0001/1/demo",
+    )
 }
 
 #[cfg(test)]

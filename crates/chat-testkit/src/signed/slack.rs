@@ -181,6 +181,18 @@ impl SlackDeliveries {
         trigger_id: &str,
         response_url: &str,
     ) -> http::Request<Bytes> {
+        let form = self.slash_command_form(command, text, trigger_id, response_url);
+        self.form(form)
+    }
+
+    /// The form body of [`slash_command_with`](Self::slash_command_with).
+    pub fn slash_command_form(
+        &self,
+        command: &str,
+        text: &str,
+        trigger_id: &str,
+        response_url: &str,
+    ) -> String {
         let fields = [
             ("token", "gIkuvaNzQIHg97ATvDxqgjtO"),
             ("team_id", self.team.as_str()),
@@ -196,12 +208,11 @@ impl SlackDeliveries {
             ("response_url", response_url),
             ("trigger_id", trigger_id),
         ];
-        let form = fields
+        fields
             .iter()
             .map(|(k, v)| format!("{k}={}", form_encode(v)))
             .collect::<Vec<_>>()
-            .join("&");
-        self.form(form)
+            .join("&")
     }
 
     /// A click on the button `action_id` (with `value`) in the bot's message
@@ -288,7 +299,8 @@ impl SlackDeliveries {
         self.form(format!("payload={}", form_encode(&payload.to_string())))
     }
 
-    fn form(&self, form: String) -> http::Request<Bytes> {
+    /// A form body (a slash command's), signed now.
+    pub fn form(&self, form: String) -> http::Request<Bytes> {
         self.signed_at(
             now_ms() / 1000,
             "application/x-www-form-urlencoded",
