@@ -93,10 +93,15 @@ pub struct Args {
     pub linear_api_url: Option<String>,
 
     /// Redis URL; unset: in-memory state.
-    #[arg(long, env = "REDIS_URL")]
+    #[arg(long, env = "REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
     /// Redis Cluster node URLs, comma-separated (instead of REDIS_URL).
-    #[arg(long, env = "REDIS_CLUSTER_URLS", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "REDIS_CLUSTER_URLS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
     pub redis_cluster_urls: Vec<String>,
     /// Prefix of every Redis key.
     #[arg(long, env = "REDIS_PREFIX", default_value = "chat")]

@@ -561,3 +561,32 @@ async fn installation_mode_refuses_to_start_without_its_keys_or_state_secret() {
         .to_string();
     assert!(err.contains("SLACK_STATE_SECRET"), "{err}");
 }
+
+/// `--help` shows where each setting comes from, never a secret's value — a
+/// Redis URL carries its password.
+#[test]
+fn help_never_prints_a_secret_from_the_environment() {
+    let secret_env = [
+        ("REDIS_URL", "redis://:redis-s3cret@redis.internal:6379"),
+        (
+            "REDIS_CLUSTER_URLS",
+            "redis://:cluster-s3cret@a:7000,redis://:cluster-s3cret@b:7000",
+        ),
+        ("SLACK_SIGNING_SECRET", "signing-s3cret"),
+        ("SLACK_BOT_TOKEN", "xoxb-token-s3cret"),
+        ("SLACK_CLIENT_SECRET", "client-s3cret"),
+        ("SLACK_STATE_SECRET", "state-s3cret"),
+        ("INSTALLATION_KEYS", "k1:keys-s3cret"),
+        ("LINEAR_WEBHOOK_SECRET", "linear-s3cret"),
+        ("LINEAR_API_KEY", "lin-api-s3cret"),
+        ("LINEAR_ACCESS_TOKEN", "lin-token-s3cret"),
+    ];
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_echo-bot"))
+        .arg("--help")
+        .envs(secret_env)
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(help.contains("REDIS_URL"), "{help}");
+    assert!(!help.contains("s3cret"), "{help}");
+}

@@ -9,7 +9,11 @@ use serde::{Deserialize, Serialize};
 use crate::id::{DedupeKey, EventId, Platform, TenantId, ThreadRef};
 
 /// One event delivered by a platform, normalized.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Its `Debug` shows the raw body's length, not its bytes: a platform body can
+/// carry secrets (Slack's verification `token`, a `response_url` that answers on
+/// the bot's behalf).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Event {
     /// The platform's id of this delivery (Slack `event_id`, Linear `Linear-Delivery`).
@@ -33,6 +37,21 @@ pub struct Event {
     /// an array of bytes.
     #[serde(default, skip_serializing_if = "Bytes::is_empty", with = "raw_body")]
     pub raw: Bytes,
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event")
+            .field("id", &self.id)
+            .field("dedupe_key", &self.dedupe_key)
+            .field("thread", &self.thread)
+            .field("received_at_ms", &self.received_at_ms)
+            .field("attempt", &self.attempt)
+            .field("retry_reason", &self.retry_reason)
+            .field("kind", &self.kind)
+            .field("raw", &format_args!("<{} bytes>", self.raw.len()))
+            .finish()
+    }
 }
 
 /// A body as a string when it is UTF-8: a 2 KB JSON body stays 2 KB in a queued
@@ -594,6 +613,18 @@ mod tests {
         binary.raw = Bytes::from_static(&[0xff, 0x00, 0x80]);
         let back: Event = serde_json::from_slice(&serde_json::to_vec(&binary).unwrap()).unwrap();
         assert_eq!(back.raw, binary.raw);
+    }
+
+    #[test]
+    fn debug_never_prints_the_raw_body() {
+        let mut e = sample();
+        e.raw =
+            Bytes::from_static(b"token=XXYYZZ&response_url=https%3A%2F%2Fhooks.slack.com%2Fsecret");
+        let shown = format!("{e:?}");
+        assert!(!shown.contains("XXYYZZ"), "{shown}");
+        assert!(!shown.contains("hooks.slack.com"), "{shown}");
+        assert!(shown.contains("raw: <64 bytes>"), "{shown}");
+        assert!(shown.contains("Ev1"), "{shown}");
     }
 
     #[test]

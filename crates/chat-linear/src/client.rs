@@ -133,7 +133,11 @@ impl GraphqlClient {
                 }
                 Attempt::Done(result) => return result,
                 Attempt::RateLimited(wait) => {
-                    if retries >= self.max_retries || Instant::now() + wait > deadline {
+                    // A hostile or broken wait must not overflow the clock.
+                    let outlasts = Instant::now()
+                        .checked_add(wait)
+                        .is_none_or(|until| until > deadline);
+                    if retries >= self.max_retries || outlasts {
                         tracing::info!(operation = op.name, retry_after = ?wait, "linear rate limit outlasts the deadline");
                         return Err(AdapterError::RateLimited { retry_after: wait });
                     }

@@ -282,6 +282,20 @@ async fn a_ratelimited_graphql_error_is_a_rate_limit() {
     assert_eq!(fake.calls().len(), 2);
 }
 
+/// A hostile `Retry-After` or rate-limit reset (past what the clock can add)
+/// is a rate limit, not a panic.
+#[tokio::test]
+async fn an_absurd_wait_is_a_rate_limit_not_a_panic() {
+    let (fake, linear) = setup().await;
+    fake.enqueue_any(LinearReply::too_many_requests(10_000_000_000_000_000_000));
+    fake.enqueue_any(LinearReply::rate_limited(u64::MAX));
+    for _ in 0..2 {
+        let e = linear.thought(SESSION, "x").await.unwrap_err();
+        assert!(matches!(e, AdapterError::RateLimited { .. }), "{e:?}");
+    }
+    assert_eq!(fake.calls().len(), 2);
+}
+
 #[tokio::test]
 async fn a_rate_limit_past_the_deadline_fails_at_once() {
     let (fake, linear) = setup().await;

@@ -47,6 +47,22 @@ pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Sen
 /// # assert_handler(handler);
 /// ```
 ///
+/// Moving the captured value into the `async` block instead makes the closure
+/// `FnOnce`, which the compiler refuses (naming the two ways above):
+///
+/// ```compile_fail
+/// use std::sync::Arc;
+/// use chat_runtime::{Ctx, Event};
+///
+/// let prefix = Arc::new(String::from("echo: "));
+/// let handler = move |ctx: Ctx, _event: Event| async move {
+///     ctx.thread().post(prefix.to_string()).await?;
+///     Ok::<_, chat_runtime::BoxError>(())
+/// };
+/// fn assert_handler<H: chat_runtime::Handler>(_: H) {}
+/// assert_handler(handler);
+/// ```
+///
 /// Or a type of its own implements `Handler`:
 ///
 /// ```

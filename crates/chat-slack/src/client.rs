@@ -359,7 +359,11 @@ impl SlackClient {
                 let wait = header_wait
                     .or_else(|| body_retry_after(&bytes))
                     .unwrap_or(Duration::from_secs(1));
-                if retries >= self.inner.max_retries || Instant::now() + wait > deadline {
+                // A hostile or broken `Retry-After` must not overflow the clock.
+                let outlasts = Instant::now()
+                    .checked_add(wait)
+                    .is_none_or(|until| until > deadline);
+                if retries >= self.inner.max_retries || outlasts {
                     tracing::debug!(
                         method,
                         wait_ms = wait.as_millis() as u64,

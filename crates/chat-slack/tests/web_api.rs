@@ -356,6 +356,30 @@ async fn a_wait_past_the_deadline_is_rate_limited_at_once() {
     assert_eq!(fake.calls().len(), 1);
 }
 
+/// A hostile or broken `Retry-After` (past what the clock can add) is a rate
+/// limit that outlasts every deadline, not a panic.
+#[tokio::test]
+async fn an_absurd_retry_after_is_a_rate_limit_not_a_panic() {
+    let fake = FakeSlack::start().await;
+    let url = fake.base_url();
+    fake.rate_limit(
+        "chat.postMessage",
+        RetryAfter::Header(10_000_000_000_000_000_000),
+        1,
+    );
+    fake.rate_limit(
+        "chat.postMessage",
+        RetryAfter::Body(10_000_000_000_000_000_000),
+        1,
+    );
+    let a = adapter_at(url);
+    for _ in 0..2 {
+        let err = a.client().post_message("C1", None, "x").await.unwrap_err();
+        assert!(matches!(err, AdapterError::RateLimited { .. }), "{err:?}");
+    }
+    assert_eq!(fake.calls().len(), 2);
+}
+
 #[tokio::test]
 async fn without_a_deadline_the_retry_budget_bounds_the_wait() {
     let fake = FakeSlack::start().await;

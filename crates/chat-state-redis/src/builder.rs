@@ -31,14 +31,43 @@ pub const DEFAULT_ACK_TIMEOUT: Duration = Duration::from_secs(5);
 /// The timeout of every other call when none is given.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 enum Target {
     Unset,
     Single(String),
     Cluster(Vec<String>),
 }
 
-/// Configures and connects a [`RedisState`].
+/// URLs are shown without their passwords.
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unset => f.write_str("Unset"),
+            Self::Single(url) => f.debug_tuple("Single").field(&redacted(url)).finish(),
+            Self::Cluster(urls) => f
+                .debug_tuple("Cluster")
+                .field(&urls.iter().map(|u| redacted(u)).collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+/// A Redis URL for logs and `Debug`: its password replaced by `redacted`.
+/// An URL that does not parse is not shown at all.
+pub(crate) fn redacted(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            if u.password().is_some() {
+                let _ = u.set_password(Some("redacted"));
+            }
+            u.to_string()
+        }
+        Err(_) => "<a Redis URL that does not parse>".to_owned(),
+    }
+}
+
+/// Configures and connects a [`RedisState`]. Its `Debug` shows URLs without
+/// their passwords.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), chat_core::StateError> {
@@ -208,9 +237,9 @@ impl RedisState {
                 let client = redis::Client::open(node.as_str())
                     .map_err(|_| StateError::InvalidRequest("invalid Redis URL"))?;
                 match client.get_multiplexed_async_connection().await {
-                    Ok(mut c) => check_eviction(&mut c, node).await,
+                    Ok(mut c) => check_eviction(&mut c, &redacted(node)).await,
                     Err(e) => tracing::warn!(
-                        node = %node,
+                        node = %redacted(node),
                         error = %e,
                         "chat-state-redis: could not reach a cluster node to check maxmemory-policy"
                     ),
@@ -221,7 +250,8 @@ impl RedisState {
     }
 }
 
-/// Warns unless `maxmemory-policy` is `noeviction`: every lease, dedupe mark and
+/// Warns unless `maxmemory-policy` is `noeviction` on `node` (a label without
+/// secrets): every lease, dedupe mark and
 /// slot carries a TTL, so `volatile-*` policies evict exactly the keys that
 /// keep handlers exclusive and events single, and `allkeys-*` also drop queued
 /// events and fences.
@@ -252,5 +282,33 @@ async fn check_eviction<C: ConnectionLike + Send>(conn: &mut C, node: &str) {
             "chat-state-redis: could not read maxmemory-policy (CONFIG may be disabled); \
              make sure it is noeviction"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_shown_without_their_passwords() {
+        assert_eq!(
+            redacted("redis://user:s3cret@redis.internal:6379/0"),
+            "redis://user:redacted@redis.internal:6379/0"
+        );
+        assert_eq!(
+            redacted("redis://:s3cret@10.0.0.1:6379"),
+            "redis://:redacted@10.0.0.1:6379"
+        );
+        assert_eq!(redacted("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        assert!(!redacted("redis://u:s3cret@[::1").contains("s3cret"));
+        let builder = RedisState::builder()
+            .url("rediss://bot:s3cret@redis.internal:6380")
+            .prefix("p");
+        let shown = format!("{builder:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("redis.internal"), "{shown}");
+        let cluster =
+            RedisState::builder().cluster(["redis://:s3cret@a:7000", "redis://:s3cret@b:7000"]);
+        assert!(!format!("{cluster:?}").contains("s3cret"));
     }
 }

@@ -15,7 +15,7 @@
 //! 7. two workspaces side by side: a second echo-bot in installation mode
 //!    (`--installations`, installations sealed in its state backend) is
 //!    installed in two workspaces through its OAuth routes against a
-//!    [`FakeSlackOAuth`]; a mention from each, in the same channel and
+//!    [`FakeSlackOAuth`](chat_testkit::FakeSlackOAuth); a mention from each, in the same channel and
 //!    thread ids, is answered in its own workspace with its own token, and a
 //!    mention from a third, uninstalled workspace is acknowledged and
 //!    ignored.

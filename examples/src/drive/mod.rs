@@ -1,7 +1,7 @@
 //! Driving echo-bot from outside, as Slack and Linear do: the built binary as
 //! a child process on a free port ([`EchoBot`]), signed webhook deliveries
 //! ([`Delivery`]), the payloads Slack and Linear send ([`slack`], [`linear`]),
-//! and the outcome ledger echo-bot writes ([`ledger`]).
+//! and the outcome ledger echo-bot writes ([`ledger`](crate::ledger)).
 //!
 //! `cargo xtask demo` and the tests that run the echo-bot binary are built on
 //! these pieces.
