@@ -523,7 +523,7 @@ impl PlatformAdapter for SlackAdapter {
             retry_reason,
             raw: body.clone(),
         };
-        inbound::parse(&cx, inbound::content_type(&parts.headers), body)
+        inbound::parse(&cx, body)
     }
 
     /// Installation mode: the event's installation, its own-message filter,

@@ -1330,3 +1330,31 @@ fn the_signing_helper_matches_what_verify_checks() {
     );
     assert_eq!(a.verify(&parts, &Bytes::from_static(body)), Ok(()));
 }
+
+/// The unsigned `Content-Type` does not pick the parser: a captured, signed
+/// JSON delivery replayed as a form is read as the same JSON — never as a form
+/// whose fields (`command`, `payload`) would come from the user's text.
+#[test]
+fn the_signed_body_not_the_content_type_picks_the_parser() {
+    let a = adapter();
+    let text = "x&command=/deploy&text=prod&payload={\"type\":\"block_actions\"}";
+    let body = callback(
+        "Ev0REPLAY",
+        json!({"type": "app_mention", "user": "U1", "text": text, "ts": "1.0", "channel": "C1", "event_ts": "1.0"}),
+    );
+    let bytes = serde_json::to_vec(&body).unwrap();
+    for content_type in [
+        Some("application/json"),
+        Some("application/x-www-form-urlencoded"),
+        Some("text/plain"),
+        None,
+    ] {
+        let e = event_of(deliver(&a, &signed(content_type, &bytes, &[])).unwrap());
+        assert_eq!(e.id.as_str(), "Ev0REPLAY", "{content_type:?}");
+        assert_eq!(message_of(&e).text, text, "{content_type:?}");
+    }
+    // And a form is a form whatever it is labelled.
+    let form = "token=t&team_id=T0001&channel_id=C1&user_id=U1&command=%2Fstatus&text=hi&trigger_id=1.2.3&response_url=https%3A%2F%2Fhooks.slack.com%2Fx";
+    let e = event_of(deliver(&a, &signed(Some("application/json"), form.as_bytes(), &[])).unwrap());
+    assert!(matches!(e.kind, EventKind::SlashCommand(_)), "{:?}", e.kind);
+}

@@ -12,8 +12,6 @@ pub(crate) mod payload;
 
 use bytes::Bytes;
 use chat_core::{Author, Event, EventKind, Inbound, Platform, ThreadRef, WebhookError};
-use http::HeaderValue;
-use http::header::CONTENT_TYPE;
 
 /// Header: how many times Slack has retried this event (`1`..`3`).
 pub(crate) const RETRY_NUM_HEADER: &str = "x-slack-retry-num";
@@ -102,38 +100,23 @@ pub(crate) fn mentions_user(text: &str, user: &str) -> bool {
         })
 }
 
-/// Parses a verified delivery.
-pub(crate) fn parse(
-    cx: &Context,
-    content_type: Option<&HeaderValue>,
-    body: &[u8],
-) -> Result<Inbound, WebhookError> {
-    if is_form(content_type, body) {
-        form::parse(cx, body)
-    } else {
+/// Parses a verified delivery. Form-encoded (slash commands, interactivity) or
+/// JSON (Events API) is read from the signed body itself — a JSON object starts
+/// with `{`, a form never does — not from the unsigned `Content-Type` header, so
+/// a captured JSON delivery replayed under a form content type is still the
+/// same JSON, never a form whose fields come from user text.
+pub(crate) fn parse(cx: &Context, body: &[u8]) -> Result<Inbound, WebhookError> {
+    if is_json(body) {
         events::parse(cx, body)
+    } else {
+        form::parse(cx, body)
     }
 }
 
-/// Form-encoded (slash commands, interactivity) or JSON (Events API)? The
-/// header decides; without one, the first non-blank byte does.
-fn is_form(content_type: Option<&HeaderValue>, body: &[u8]) -> bool {
-    if let Some(ct) = content_type.and_then(|v| v.to_str().ok()) {
-        let essence = ct.split(';').next().unwrap_or("").trim();
-        if essence.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
-            return true;
-        }
-        if essence.eq_ignore_ascii_case("application/json") {
-            return false;
-        }
-    }
-    body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{')
+fn is_json(body: &[u8]) -> bool {
+    body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
-/// The `Content-Type` header of a request.
-pub(crate) fn content_type(headers: &http::HeaderMap) -> Option<&HeaderValue> {
-    headers.get(CONTENT_TYPE)
-}
 
 fn thread(tenant: &str, channel: &str, thread: &str) -> ThreadRef {
     ThreadRef::new(Platform::SLACK, tenant, channel, thread)
