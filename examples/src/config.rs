@@ -144,6 +144,10 @@ pub struct Args {
     /// Answer the platform "retry" if a delivery is not done after this (ms).
     #[arg(long, env = "CHAT_ACK_TIMEOUT_MS", default_value_t = 2500)]
     pub ack_timeout_ms: u64,
+    /// Answer 408 to a request whose body has not arrived within this many ms
+    /// of its headers.
+    #[arg(long, env = "CHAT_BODY_TIMEOUT_MS", default_value_t = 1000)]
+    pub body_timeout_ms: u64,
     /// Look for threads left by dead replicas this often (ms); 0 turns it off.
     #[arg(long, env = "CHAT_SWEEP_INTERVAL_MS", default_value_t = 30_000)]
     pub sweep_interval_ms: u64,
@@ -261,6 +265,7 @@ impl Args {
             max_detached_per_tenant: self.max_detached_per_tenant,
             lock_ttl: ms(self.lock_ttl_ms),
             ack_timeout: ms(self.ack_timeout_ms),
+            body_timeout: ms(self.body_timeout_ms),
             sweep_interval: (self.sweep_interval_ms > 0).then(|| ms(self.sweep_interval_ms)),
             state_retry: ms(self.state_retry_ms),
             max_attempts: self.max_attempts,
@@ -339,6 +344,7 @@ mod tests {
             "CHAT_MAX_BATCH",
             "CHAT_MAX_CONCURRENT",
             "CHAT_LOCK_TTL_MS",
+            "CHAT_BODY_TIMEOUT_MS",
             "ECHO_DELAY_MS",
         ] {
             assert!(help.contains(var), "--help does not mention {var}");

@@ -43,6 +43,10 @@ pub enum WebhookError {
     /// The body could not be read from the connection.
     #[error("request body could not be read")]
     BodyRead,
+    /// The body did not arrive within the read deadline (answered 408): a slow
+    /// or stalled client.
+    #[error("request body not received in time")]
+    BodyTimeout,
     /// A header the signature check needs is missing or not valid text.
     #[error("missing or invalid header {0}")]
     MissingHeader(&'static str),
@@ -74,6 +78,7 @@ impl WebhookError {
     pub fn status(&self) -> http::StatusCode {
         match self {
             Self::TooLarge { .. } => http::StatusCode::PAYLOAD_TOO_LARGE,
+            Self::BodyTimeout => http::StatusCode::REQUEST_TIMEOUT,
             Self::BodyRead | Self::Malformed(_) => http::StatusCode::BAD_REQUEST,
             Self::MissingHeader(_) | Self::BadSignature | Self::StaleTimestamp => {
                 http::StatusCode::UNAUTHORIZED

@@ -125,6 +125,12 @@ pub struct RuntimeOptions {
     /// state backend or a slow sync handler never makes the platform time out.
     /// Default 2.5 s (Slack allows 3 s).
     pub ack_timeout: Duration,
+    /// How long the webhook service waits for a request's body once its
+    /// headers arrived; a client that has not sent it all by then is answered
+    /// 408 and its connection's work dropped. Platforms send a whole body at
+    /// once, so only a slow or hostile client meets it. Default 1 s (well
+    /// inside Slack's 3 s).
+    pub body_timeout: Duration,
     /// Under deferred dispatch, run slash commands and modal submissions / closes
     /// before the acknowledgement anyway, so their handlers can answer the
     /// delivery itself with [`Ctx::reply`](crate::Ctx::reply) (Slack shows a
@@ -167,6 +173,7 @@ impl Default for RuntimeOptions {
             sync_slot_wait: Duration::from_secs(2),
             inline_interactions: true,
             ack_timeout: Duration::from_millis(2500),
+            body_timeout: Duration::from_secs(1),
             sweep_interval: Some(Duration::from_secs(30)),
             max_attempts: 3,
             shutdown: ShutdownMode::Drain,
@@ -231,6 +238,9 @@ pub enum BuildError {
     /// A lock TTL of zero.
     #[error("lock_ttl must be positive")]
     ZeroLockTtl,
+    /// A body timeout of zero.
+    #[error("body_timeout must be positive")]
+    ZeroBodyTimeout,
     /// An ack timeout of zero.
     #[error("ack_timeout must be positive")]
     ZeroAckTimeout,
@@ -279,6 +289,9 @@ impl RuntimeOptions {
         if self.ack_timeout.is_zero() {
             return Err(BuildError::ZeroAckTimeout);
         }
+        if self.body_timeout.is_zero() {
+            return Err(BuildError::ZeroBodyTimeout);
+        }
         if self.max_attempts == 0 {
             return Err(BuildError::ZeroMaxAttempts);
         }
@@ -301,6 +314,7 @@ impl RuntimeOptions {
             ("max_lock_lifetime", Some(self.max_lock_lifetime)),
             ("sync_slot_wait", Some(self.sync_slot_wait)),
             ("ack_timeout", Some(self.ack_timeout)),
+            ("body_timeout", Some(self.body_timeout)),
             ("sweep_interval", self.sweep_interval),
             ("state_retry", Some(self.state_retry)),
             ("entry_ttl", entry_ttl),

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use bytes::{Buf, BufMut, BytesMut};
 use chat_core::{BoxError, PlatformAdapter, Verdict, WebhookError};
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use http_body_util::{BodyExt, Full};
 
 use crate::shared::Shared;
 
@@ -102,12 +103,36 @@ where
     if declared.is_some_and(|n| n > limit as u64) {
         return adapter.respond(None, &too_large);
     }
-    let body = match Limited::new(body, limit).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            return adapter.respond(None, &too_large);
+    let capacity = declared.map_or(0, |n| usize::try_from(n).unwrap_or(limit).min(limit));
+    let read = read_body(body, limit, capacity);
+    let body = match tokio::time::timeout(shared.options().body_timeout, read).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(e)) => return adapter.respond(None, &Verdict::Rejected(e)),
+        Err(_) => {
+            return adapter.respond(None, &Verdict::Rejected(WebhookError::BodyTimeout));
         }
-        Err(_) => return adapter.respond(None, &Verdict::Rejected(WebhookError::BodyRead)),
     };
     crate::dispatch::deliver_detached(shared, adapter, parts, body).await
+}
+
+/// Reads a body into one buffer under `limit` bytes: however the client splits
+/// it (a megabyte of one-byte chunks), each frame is copied in and dropped, so
+/// a request holds at most `limit` bytes, never one allocation per chunk.
+async fn read_body<B>(body: B, limit: usize, capacity: usize) -> Result<Bytes, WebhookError>
+where
+    B: http_body::Body,
+    B::Error: Into<BoxError>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut buf = BytesMut::with_capacity(capacity);
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| WebhookError::BodyRead)?;
+        if let Ok(data) = frame.into_data() {
+            if data.remaining() > limit - buf.len() {
+                return Err(WebhookError::TooLarge { limit });
+            }
+            buf.put(data);
+        }
+    }
+    Ok(buf.freeze())
 }

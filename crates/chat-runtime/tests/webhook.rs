@@ -157,3 +157,83 @@ async fn the_service_is_clone_and_infallible() {
         .collect()
         .await;
 }
+
+/// Frames of a streamed body.
+type Frames = std::pin::Pin<
+    Box<dyn futures_util::Stream<Item = Result<http_body::Frame<Bytes>, std::io::Error>> + Send>,
+>;
+
+/// A body as a stream of frames; `then_stall` keeps the body open forever
+/// after its frames, as a slow or hostile client does.
+fn streamed(chunks: Vec<Bytes>, then_stall: bool) -> http_body_util::StreamBody<Frames> {
+    use futures_util::StreamExt;
+    let frames = futures_util::stream::iter(
+        chunks
+            .into_iter()
+            .map(|c| Ok::<_, std::io::Error>(http_body::Frame::data(c))),
+    );
+    let stream: Frames = if then_stall {
+        Box::pin(frames.chain(futures_util::stream::pending()))
+    } else {
+        Box::pin(frames)
+    };
+    http_body_util::StreamBody::new(stream)
+}
+
+fn with_body<B>(template: http::Request<Bytes>, body: B) -> http::Request<B> {
+    let (parts, _) = template.into_parts();
+    http::Request::from_parts(parts, body)
+}
+
+/// A body sent one byte per frame is read into one buffer and delivered; past
+/// the cap it is refused 413 however small its frames.
+#[tokio::test]
+async fn a_body_in_one_byte_frames_is_read_whole_and_capped() {
+    let adapter = ScriptedAdapter::with_body_limit("test", 512);
+    let bot = bot(&adapter);
+    let event = adapter.mention("T1", "C1", "1", "tiny", "hi");
+    let request = adapter.request(&event);
+    let bytes = request.body().clone();
+    assert!(bytes.len() < 512);
+    let one_by_one: Vec<Bytes> = bytes
+        .iter()
+        .map(|b| Bytes::copy_from_slice(&[*b]))
+        .collect();
+    let answer = bot
+        .webhook("test")
+        .oneshot(with_body(request, streamed(one_by_one, false)))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+
+    let too_big: Vec<Bytes> = (0..513).map(|_| Bytes::from_static(b"x")).collect();
+    let answer = bot
+        .webhook("test")
+        .oneshot(with_body(
+            adapter.raw_request(Bytes::new(), true),
+            streamed(too_big, false),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 413);
+}
+
+/// A client that sends part of its body and stalls is answered 408 at the
+/// body deadline, before anything is verified or stored.
+#[tokio::test(start_paused = true)]
+async fn a_stalled_body_is_answered_408_at_the_body_deadline() {
+    let adapter = ScriptedAdapter::new("test");
+    let bot = bot(&adapter);
+    let started = tokio::time::Instant::now();
+    let answer = bot
+        .webhook("test")
+        .oneshot(with_body(
+            adapter.raw_request(Bytes::new(), true),
+            streamed(vec![Bytes::from_static(b"{partial")], true),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 408);
+    assert_eq!(started.elapsed(), RuntimeOptions::default().body_timeout);
+    assert!(adapter.posts().is_empty());
+}

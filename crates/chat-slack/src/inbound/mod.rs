@@ -117,7 +117,6 @@ fn is_json(body: &[u8]) -> bool {
     body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
-
 fn thread(tenant: &str, channel: &str, thread: &str) -> ThreadRef {
     ThreadRef::new(Platform::SLACK, tenant, channel, thread)
 }
