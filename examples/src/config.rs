@@ -148,6 +148,19 @@ pub struct Args {
     /// of its headers.
     #[arg(long, env = "CHAT_BODY_TIMEOUT_MS", default_value_t = 1000)]
     pub body_timeout_ms: u64,
+    /// Close a connection that has not sent a request's headers within this
+    /// many ms.
+    #[arg(long, env = "SERVER_HEADER_TIMEOUT_MS", default_value_t = 2000)]
+    pub server_header_timeout_ms: u64,
+    /// Connections open at once; past it, new ones wait to be accepted.
+    #[arg(long, env = "SERVER_MAX_CONNECTIONS", default_value_t = 1024)]
+    pub server_max_connections: usize,
+    /// Requests handled at once; past it, requests are answered 503.
+    #[arg(long, env = "SERVER_MAX_IN_FLIGHT", default_value_t = 512)]
+    pub server_max_in_flight: usize,
+    /// Answer 503 to a request still running after this many ms.
+    #[arg(long, env = "SERVER_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
+    pub server_request_timeout_ms: u64,
     /// Look for threads left by dead replicas this often (ms); 0 turns it off.
     #[arg(long, env = "CHAT_SWEEP_INTERVAL_MS", default_value_t = 30_000)]
     pub sweep_interval_ms: u64,
@@ -224,6 +237,15 @@ pub enum ConcurrencyArg {
 }
 
 impl Args {
+    /// The HTTP server's limits.
+    pub fn server_options(&self) -> chat_runtime::server::ServerOptions {
+        chat_runtime::server::ServerOptions::default()
+            .header_read_timeout(Duration::from_millis(self.server_header_timeout_ms))
+            .max_connections(self.server_max_connections)
+            .max_in_flight(self.server_max_in_flight)
+            .request_timeout(Duration::from_millis(self.server_request_timeout_ms))
+    }
+
     /// The runtime options these settings describe.
     pub fn runtime_options(&self) -> RuntimeOptions {
         let ms = Duration::from_millis;
@@ -345,6 +367,10 @@ mod tests {
             "CHAT_MAX_CONCURRENT",
             "CHAT_LOCK_TTL_MS",
             "CHAT_BODY_TIMEOUT_MS",
+            "SERVER_HEADER_TIMEOUT_MS",
+            "SERVER_MAX_CONNECTIONS",
+            "SERVER_MAX_IN_FLIGHT",
+            "SERVER_REQUEST_TIMEOUT_MS",
             "ECHO_DELAY_MS",
         ] {
             assert!(help.contains(var), "--help does not mention {var}");

@@ -81,6 +81,8 @@ mod outcome;
 mod retry;
 mod router;
 mod run;
+#[cfg(feature = "server")]
+pub mod server;
 mod shared;
 mod signal;
 mod slots;

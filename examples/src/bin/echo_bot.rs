@@ -99,12 +99,12 @@ async fn main() -> Result<(), BoxError> {
     tracing::info!(bind = %listener.local_addr()?, adapters = ?mounted, "echo-bot listening");
     let deadline = Duration::from_millis(args.shutdown_deadline_ms);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let limits = args.server_options();
     let server = tokio::spawn(async move {
-        axum::serve(listener, routes)
-            .with_graceful_shutdown(async {
-                let _ = stop_rx.await;
-            })
-            .await
+        chat_runtime::server::serve(listener, routes, limits, async {
+            let _ = stop_rx.await;
+        })
+        .await
     });
     chat_runtime::shutdown_signal().await;
     tracing::info!(deadline_ms = args.shutdown_deadline_ms, "shutting down");
