@@ -590,3 +590,55 @@ fn help_never_prints_a_secret_from_the_environment() {
     assert!(help.contains("REDIS_URL"), "{help}");
     assert!(!help.contains("s3cret"), "{help}");
 }
+
+/// Slow clients on the open internet: connections that never finish their
+/// headers, and one that sends half a body and stalls, do not keep a real
+/// signed delivery from being answered inside Slack's deadline, and are cut
+/// off at their deadlines.
+#[tokio::test]
+async fn slow_clients_are_cut_off_and_real_deliveries_still_answered() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("slow-clients")
+        .slack(fake.base_url())
+        .env("SERVER_HEADER_TIMEOUT_MS", "300")
+        .env("CHAT_BODY_TIMEOUT_MS", "300")
+        .spawn()
+        .await
+        .unwrap();
+    let addr = bot.addr();
+    let mut slow = Vec::new();
+    for _ in 0..50 {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"POST /webhooks/slack HTTP/1.1\r\nhost: x\r\n").await.unwrap();
+        slow.push(s);
+    }
+    let mut half = tokio::net::TcpStream::connect(addr).await.unwrap();
+    half.write_all(b"POST /webhooks/slack HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"type\":")
+        .await
+        .unwrap();
+
+    let started = std::time::Instant::now();
+    let mention = slack::app_mention("EvSlow1", ROOT_TS, None, &slack::mentioning("hi"));
+    let answer = bot.deliver(&Delivery::slack_event(&mention)).await.unwrap();
+    assert_eq!(answer.status, 200);
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+
+    let mut half_answer = String::new();
+    tokio::time::timeout(PATIENCE, half.read_to_string(&mut half_answer))
+        .await
+        .expect("the stalled body was never answered")
+        .unwrap();
+    assert!(half_answer.starts_with("HTTP/1.1 408"), "{half_answer}");
+    for mut s in slow {
+        let mut rest = Vec::new();
+        tokio::time::timeout(PATIENCE, s.read_to_end(&mut rest))
+            .await
+            .expect("a slow-header connection stayed open")
+            .unwrap_or_default();
+    }
+    let posts = fake.wait_for_calls("chat.postMessage", 1, PATIENCE).await;
+    assert_eq!(posts.len(), 1);
+    stop(bot).await;
+}
