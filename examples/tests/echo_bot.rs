@@ -611,7 +611,9 @@ async fn slow_clients_are_cut_off_and_real_deliveries_still_answered() {
     let mut slow = Vec::new();
     for _ in 0..50 {
         let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        s.write_all(b"POST /webhooks/slack HTTP/1.1\r\nhost: x\r\n").await.unwrap();
+        s.write_all(b"POST /webhooks/slack HTTP/1.1\r\nhost: x\r\n")
+            .await
+            .unwrap();
         slow.push(s);
     }
     let mut half = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -623,7 +625,11 @@ async fn slow_clients_are_cut_off_and_real_deliveries_still_answered() {
     let mention = slack::app_mention("EvSlow1", ROOT_TS, None, &slack::mentioning("hi"));
     let answer = bot.deliver(&Delivery::slack_event(&mention)).await.unwrap();
     assert_eq!(answer.status, 200);
-    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
 
     let mut half_answer = String::new();
     tokio::time::timeout(PATIENCE, half.read_to_string(&mut half_answer))

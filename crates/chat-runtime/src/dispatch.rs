@@ -57,6 +57,15 @@ pub(crate) async fn deliver_detached(
     }
 }
 
+/// A delivery refused at the door (bad signature, malformed): one line per
+/// second at most, each with how many it stands for, so that a flood of
+/// unsigned requests is not a flood of log lines.
+fn log_rejected(shared: &Shared, adapter: &dyn PlatformAdapter, e: &chat_core::WebhookError) {
+    if let Some(suppressed) = shared.log_rejection() {
+        tracing::info!(name: "webhook-rejected", adapter = adapter.name(), error = %e, suppressed);
+    }
+}
+
 async fn deliver(
     shared: &Arc<Shared>,
     adapter: &Arc<dyn PlatformAdapter>,
@@ -65,12 +74,12 @@ async fn deliver(
     answer: &Answer,
 ) -> http::Response<Bytes> {
     if let Err(e) = adapter.verify(parts, &body) {
-        tracing::info!(name: "webhook-rejected", adapter = adapter.name(), error = %e);
+        log_rejected(shared, adapter.as_ref(), &e);
         return adapter.respond(None, &Verdict::Rejected(e));
     }
     let event = match adapter.parse(parts, &body) {
         Err(e) => {
-            tracing::info!(name: "webhook-rejected", adapter = adapter.name(), error = %e);
+            log_rejected(shared, adapter.as_ref(), &e);
             return adapter.respond(None, &Verdict::Rejected(e));
         }
         Ok(Inbound::Reply(response)) => return response,

@@ -87,6 +87,7 @@ mod shared;
 mod signal;
 mod slots;
 mod sweep;
+mod throttle;
 mod webhook;
 mod work;
 

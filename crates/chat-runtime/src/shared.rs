@@ -22,6 +22,7 @@ use crate::data::AppData;
 use crate::options::RuntimeOptions;
 use crate::outcome::Recorder;
 use crate::router::Handlers;
+use crate::throttle::Throttle;
 
 /// The state one bot's tasks share.
 pub(crate) struct Shared {
@@ -44,6 +45,8 @@ pub(crate) struct Shared {
     /// Woken when a local concurrency slot is released.
     slot_freed: Notify,
     sweeper: OnceLock<()>,
+    /// Rejected deliveries' log lines, throttled.
+    rejections: Throttle,
     shutdown_cancelled: AtomicUsize,
 }
 
@@ -129,12 +132,18 @@ impl Shared {
             wakers: Mutex::default(),
             slot_freed: Notify::new(),
             sweeper: OnceLock::new(),
+            rejections: Throttle::default(),
             shutdown_cancelled: AtomicUsize::new(0),
         }
     }
 
     pub(crate) fn state(&self) -> &Arc<dyn StateBackend> {
         &self.state
+    }
+
+    /// Whether a rejected delivery may be logged now (`Some(held back since)`).
+    pub(crate) fn log_rejection(&self) -> Option<u64> {
+        self.rejections.admit()
     }
 
     pub(crate) fn data(&self) -> &AppData {

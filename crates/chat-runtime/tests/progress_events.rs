@@ -71,6 +71,43 @@ async fn at_info_each_handled_delivery_is_one_outcome_line() {
     assert_eq!(outcomes, ["handler-ran", "handler-ran"], "{seen:?}");
 }
 
+/// A flood of unsigned requests is one `webhook-rejected` line per second,
+/// each saying how many it stands for.
+#[tokio::test(start_paused = true)]
+async fn a_flood_of_unsigned_requests_is_one_log_line_per_second() {
+    use chat_testkit::ScriptedAdapter;
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let seen = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
+    let layer = Names(Arc::clone(&seen)).with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+
+    let adapter = ScriptedAdapter::new("test");
+    let bot = chat_runtime::Bot::builder()
+        .state(chat_state_memory::MemoryState::new())
+        .adapter(adapter.clone())
+        .build()
+        .unwrap();
+    let unsigned = || adapter.raw_request(bytes::Bytes::from_static(b"{}"), false);
+    for _ in 0..500 {
+        assert_eq!(bot.handle("test", unsigned()).await.status(), 401);
+    }
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert_eq!(bot.handle("test", unsigned()).await.status(), 401);
+
+    let lines: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(name, _)| name == "webhook-rejected")
+        .map(|(_, fields)| fields.clone())
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].contains("suppressed=0"), "{lines:?}");
+    assert!(lines[1].contains("suppressed=499"), "{lines:?}");
+}
+
 /// Records every event's name and fields.
 struct Names(Arc<Mutex<Vec<(String, String)>>>);
 
