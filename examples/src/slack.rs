@@ -79,7 +79,9 @@ pub fn adapter(args: &Args, kv: &Arc<dyn KvStore>) -> Result<Option<Slack>, BoxE
     let store: Arc<dyn InstallationStore> = Arc::new(KvInstallations::new(Arc::clone(kv), keys));
     let adapter = b.installations(Arc::clone(&store)).build()?;
     let oauth = match (&args.slack_client_id, &args.slack_client_secret) {
-        (Some(id), Some(client_secret)) => Some(Arc::new(oauth(args, id, client_secret, store)?)),
+        (Some(id), Some(client_secret)) => {
+            Some(Arc::new(oauth(args, id, client_secret, store, kv)?))
+        }
         (None, None) => {
             tracing::warn!(
                 "installation mode without the install flow: set SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and SLACK_STATE_SECRET to mount {INSTALL_PATH}"
@@ -101,6 +103,7 @@ fn oauth(
     client_id: &str,
     client_secret: &str,
     store: Arc<dyn InstallationStore>,
+    kv: &Arc<dyn KvStore>,
 ) -> Result<SlackOAuth, BoxError> {
     let state_secret = args.slack_state_secret.as_deref().ok_or(
         "the install flow needs SLACK_STATE_SECRET (--slack-state-secret), at least 16 bytes, e.g. `openssl rand -hex 32`",
@@ -120,7 +123,8 @@ fn oauth(
                 .filter(|s| !s.is_empty()),
         )
         .authorize_url(format!("{base}/oauth/v2/authorize"))
-        .installations(store);
+        .installations(store)
+        .spent_states(Arc::clone(kv));
     if let Some(uri) = &args.slack_redirect_uri {
         b = b.redirect_uri(uri);
     }

@@ -22,7 +22,9 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{Installation, InstallationStore, TenantId};
 use chat_installations::MemoryInstallations;
-use chat_installations::oauth::{OAuthError, OAuthFlow, OAuthFlowBuilder, OAuthProvider};
+use chat_installations::oauth::{
+    OAuthError, OAuthFlow, OAuthFlowBuilder, OAuthProvider, StateRefusal,
+};
 use http::StatusCode;
 
 use crate::FlakyInstallations;
@@ -306,6 +308,8 @@ pub async fn a_declined_install_and_a_missing_code_are_refused<F: FlowFixture>(f
     let flow = flow(&f, memory());
     let s = start(&f, &flow, "acme");
     let state = query(&s.authorize).remove("state").unwrap_or_default();
+    let s2 = start(&f, &flow, "acme");
+    let state2 = query(&s2.authorize).remove("state").unwrap_or_default();
     let denied = format!(
         "{REDIRECT}?{}",
         serde_urlencoded::to_string([("error", "access_denied"), ("state", &state)])
@@ -317,30 +321,62 @@ pub async fn a_declined_install_and_a_missing_code_are_refused<F: FlowFixture>(f
     assert_eq!(answer.status(), StatusCode::FORBIDDEN);
     let no_code = format!(
         "{REDIRECT}?{}",
-        serde_urlencoded::to_string([("state", &state)]).unwrap_or_default()
+        serde_urlencoded::to_string([("state", &state2)]).unwrap_or_default()
     );
     let answer = flow
-        .callback(&callback_request(&no_code, Some(&s.cookie)))
+        .callback(&callback_request(&no_code, Some(&s2.cookie)))
         .await;
     assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
     assert_eq!(&answer.body()[..], b"the callback has no code");
     assert_eq!(f.token_requests(), 0);
 }
 
-/// A code is single-use: the platform refuses it the second time, and the
-/// callback answers `502`.
-pub async fn a_code_works_once<F: FlowFixture>(f: F) {
+/// A state is single-use: the callback brought back twice is refused the
+/// second time before the code is exchanged again (a replay would spend a
+/// token exchange with the client secret).
+pub async fn a_state_works_once<F: FlowFixture>(f: F) {
     f.add_account("acme");
     let flow = flow(&f, memory());
     let s = start(&f, &flow, "acme");
     let request = callback_request(&s.back, Some(&s.cookie));
     assert_eq!(flow.callback(&request).await.status(), StatusCode::OK);
     let again = flow.complete(&request).await;
-    assert!(matches!(again, Err(OAuthError::Refused(_))), "{again:?}");
+    assert!(
+        matches!(again, Err(OAuthError::State(StateRefusal::Used))),
+        "{again:?}"
+    );
     assert_eq!(
         flow.callback(&request).await.status(),
-        StatusCode::BAD_GATEWAY
+        StatusCode::BAD_REQUEST
     );
+    assert_eq!(f.token_requests(), 1);
+}
+
+/// The state is checked before anything else of the callback: an `error=`
+/// with a forged or missing state is a refused state (400), not a declined
+/// install.
+pub async fn the_state_is_checked_before_the_error<F: FlowFixture>(f: F) {
+    f.add_account("acme");
+    let flow = flow(&f, memory());
+    let s = start(&f, &flow, "acme");
+    for state in [None, Some("999.forged.state")] {
+        let mut fields = vec![("error", "access_denied")];
+        if let Some(st) = state {
+            fields.push(("state", st));
+        }
+        let url = format!(
+            "{REDIRECT}?{}",
+            serde_urlencoded::to_string(&fields).unwrap_or_default()
+        );
+        let answer = flow
+            .complete(&callback_request(&url, Some(&s.cookie)))
+            .await;
+        assert!(
+            matches!(answer, Err(OAuthError::State(_))),
+            "{state:?}: {answer:?}"
+        );
+    }
+    assert_eq!(f.token_requests(), 0);
 }
 
 /// A store that cannot take the installation makes the callback a `503`.
@@ -534,7 +570,8 @@ macro_rules! install_flow_conformance {
             a_state_from_another_browser_is_refused,
             an_expired_state_is_refused,
             a_declined_install_and_a_missing_code_are_refused,
-            a_code_works_once,
+            a_state_works_once,
+            the_state_is_checked_before_the_error,
             a_store_failure_answers_503,
             without_browser_binding_the_signature_still_holds,
             the_builder_names_what_is_missing_and_hides_secrets,

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
-use chat_core::{Clock, Installation, InstallationStore, Secret, SystemClock, TenantId};
+use chat_core::{
+    Clock, Installation, InstallationStore, KvStore, Secret, SetMode, SystemClock, TenantId,
+};
 use http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, SET_COOKIE};
 use http::{HeaderValue, Response, StatusCode};
 use serde::Deserialize;
@@ -65,6 +67,8 @@ struct Inner<P> {
     store: Arc<dyn InstallationStore>,
     clock: Arc<dyn Clock>,
     refresh_margin: Duration,
+    /// States already brought back, each good for one callback.
+    spent: SpentStates,
     /// One refresh at a time per tenant in this process.
     refreshing: Mutex<HashMap<TenantId, Arc<tokio::sync::Mutex<()>>>>,
 }
@@ -101,6 +105,7 @@ pub struct OAuthFlowBuilder<P> {
     refresh_margin: Duration,
     cookie: Option<Option<String>>,
     store: Option<Arc<dyn InstallationStore>>,
+    spent: Option<Arc<dyn KvStore>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -203,6 +208,15 @@ impl<P: OAuthProvider> OAuthFlowBuilder<P> {
         self
     }
 
+    /// Where spent `state`s are remembered (for the state's lifetime), so each
+    /// is good for one callback on every replica: with several replicas, the
+    /// shared state backend (a `RedisState`). Default: this process's memory,
+    /// which makes a state single-use on the replica that sees it.
+    pub fn spent_states(mut self, kv: Arc<dyn KvStore>) -> Self {
+        self.spent = Some(kv);
+        self
+    }
+
     /// The clock for `state` expiry, `installed_at` and token expiry
     /// (default: the system clock).
     pub fn clock(mut self, clock: impl Clock) -> Self {
@@ -277,6 +291,10 @@ impl<P: OAuthProvider> OAuthFlowBuilder<P> {
                 store,
                 clock: self.clock,
                 refresh_margin: self.refresh_margin,
+                spent: match self.spent {
+                    Some(kv) => SpentStates::Kv(kv, format!("oauth-state:{platform}")),
+                    None => SpentStates::Memory(Mutex::new(HashMap::new())),
+                },
                 refreshing: Mutex::new(HashMap::new()),
             }),
         })
@@ -306,6 +324,7 @@ impl<P: OAuthProvider> OAuthFlow<P> {
             refresh_margin: Duration::from_secs(300),
             cookie: None,
             store: None,
+            spent: None,
             clock: Arc::new(SystemClock),
         }
     }
@@ -424,15 +443,25 @@ impl<P: OAuthProvider> OAuthFlow<P> {
         let i = &self.inner;
         let query: Query = serde_urlencoded::from_str(parts.uri.query().unwrap_or(""))
             .map_err(|_| OAuthError::State(StateRefusal::Invalid))?;
-        if let Some(error) = query.error.filter(|e| !e.is_empty()) {
-            return Err(OAuthError::Denied(safe_code(&error)));
-        }
+        // The state first: nothing of the callback is acted on (not even its
+        // `error`) before it is known to be ours, this browser's, and unused.
         let cookie = i
             .cookie
             .as_deref()
             .map(|name| state::cookie(&parts.headers, name));
-        i.signer
+        let nonce = i
+            .signer
             .check(query.state.as_deref(), i.clock.now(), cookie)?;
+        if !i
+            .spent
+            .spend(&nonce, i.signer.ttl(), i.clock.now_ms())
+            .await?
+        {
+            return Err(OAuthError::State(StateRefusal::Used));
+        }
+        if let Some(error) = query.error.filter(|e| !e.is_empty()) {
+            return Err(OAuthError::Denied(safe_code(&error)));
+        }
         let code = query
             .code
             .filter(|c| !c.is_empty())
@@ -534,4 +563,36 @@ fn text(status: StatusCode, body: &str) -> Response<Bytes> {
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     r
+}
+
+/// The states already brought back.
+enum SpentStates {
+    /// In this process: nonce → when its state expires (ms).
+    Memory(Mutex<HashMap<String, u64>>),
+    /// In a shared store, under a key prefix.
+    Kv(Arc<dyn KvStore>, String),
+}
+
+impl SpentStates {
+    /// Records `nonce` as spent for `ttl`; `false` when it already was.
+    async fn spend(&self, nonce: &str, ttl: Duration, now_ms: u64) -> Result<bool, OAuthError> {
+        match self {
+            Self::Memory(spent) => {
+                let mut spent = spent.lock().unwrap_or_else(PoisonError::into_inner);
+                spent.retain(|_, expires| *expires > now_ms);
+                let expires =
+                    now_ms.saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+                Ok(spent.insert(nonce.to_owned(), expires).is_none())
+            }
+            Self::Kv(kv, prefix) => kv
+                .set(
+                    &format!("{prefix}:{nonce}"),
+                    Bytes::from_static(b"1"),
+                    Some(ttl),
+                    SetMode::IfAbsent,
+                )
+                .await
+                .map_err(|e| OAuthError::Store(e.into())),
+        }
+    }
 }

@@ -36,6 +36,11 @@ pub enum StateRefusal {
     /// install (its cookie is missing or holds another nonce).
     #[error("the state does not belong to this browser")]
     NotThisBrowser,
+    /// The state was already brought back once: each is good for one
+    /// callback (a replay would spend a token exchange with the client
+    /// secret).
+    #[error("the state was already used")]
+    Used,
 }
 
 /// Issues and checks states with one secret.
