@@ -119,6 +119,13 @@ pub struct Args {
     /// Cap on detached work in flight.
     #[arg(long, env = "CHAT_MAX_DETACHED", default_value_t = 1024)]
     pub max_detached: usize,
+    /// Handlers running inside their request (sync dispatch, slash commands),
+    /// at most; past it, the at-capacity answer.
+    #[arg(long, env = "CHAT_MAX_INLINE", default_value_t = 256)]
+    pub max_inline: usize,
+    /// Handlers of one tenant running inside their request, at most.
+    #[arg(long, env = "CHAT_MAX_INLINE_PER_TENANT")]
+    pub max_inline_per_tenant: Option<usize>,
     /// Cap on one tenant's detached work.
     #[arg(long, env = "CHAT_MAX_DETACHED_PER_TENANT")]
     pub max_detached_per_tenant: Option<usize>,
@@ -285,6 +292,8 @@ impl Args {
             detach_timeout: ms(self.detach_timeout_ms),
             max_detached: self.max_detached,
             max_detached_per_tenant: self.max_detached_per_tenant,
+            max_inline: self.max_inline,
+            max_inline_per_tenant: self.max_inline_per_tenant,
             lock_ttl: ms(self.lock_ttl_ms),
             ack_timeout: ms(self.ack_timeout_ms),
             body_timeout: ms(self.body_timeout_ms),
@@ -360,6 +369,8 @@ mod tests {
             "CHAT_DETACH_TIMEOUT_MS",
             "CHAT_MAX_DETACHED",
             "CHAT_MAX_DETACHED_PER_TENANT",
+            "CHAT_MAX_INLINE",
+            "CHAT_MAX_INLINE_PER_TENANT",
             "CHAT_QUEUE_SIZE",
             "CHAT_DEBOUNCE_MS",
             "CHAT_BURST_WINDOW_MS",

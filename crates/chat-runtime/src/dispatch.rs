@@ -230,6 +230,21 @@ async fn admit(
             EventKind::SlashCommand(_) | EventKind::ModalSubmit(_) | EventKind::ModalClose(_)
         );
     let deferred = admitted && !inline;
+    // A handler that will run inside its request holds an inline place for
+    // as long as this delivery is handled.
+    let _inline_place = if deferred {
+        None
+    } else {
+        match shared.inline().try_admit(event.tenant()) {
+            Some(p) => Some(p),
+            None => {
+                shared
+                    .recorder()
+                    .event(event, Outcome::Rejected, "at-capacity");
+                return Verdict::AtCapacity;
+            }
+        }
+    };
     // Admission comes before any state is touched: a refused delivery is not
     // marked, so the platform's retry is new.
     let permit = if admitted {

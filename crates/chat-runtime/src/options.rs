@@ -108,6 +108,16 @@ pub struct RuntimeOptions {
     pub max_detached: usize,
     /// The cap on one tenant's share of `max_detached`. Default none.
     pub max_detached_per_tenant: Option<usize>,
+    /// The cap on handlers running inside their request in this process: every
+    /// run under sync dispatch, and slash commands and modal submissions run
+    /// before the acknowledgement. At the cap a delivery is refused with the
+    /// at-capacity answer before any state is touched, so the platform retries
+    /// it. Default 256.
+    pub max_inline: usize,
+    /// The cap on one tenant's share of `max_inline`. Default none: a bot in
+    /// one workspace would only be capped twice; set it when many tenants share
+    /// a process.
+    pub max_inline_per_tenant: Option<usize>,
     /// How long an event's dedupe mark lives. Default 24 h (Linear retries reach 6 h).
     pub dedupe_ttl: Duration,
     /// The lease TTL; the lease is renewed every third of it. Default 30 s.
@@ -166,6 +176,8 @@ impl Default for RuntimeOptions {
             detach_timeout: Duration::ZERO,
             max_detached: 1024,
             max_detached_per_tenant: None,
+            max_inline: 256,
+            max_inline_per_tenant: None,
             dedupe_ttl: Duration::from_secs(24 * 60 * 60),
             lock_ttl: Duration::from_secs(30),
             max_lock_lifetime: Duration::from_secs(10 * 60),
@@ -235,6 +247,9 @@ pub enum BuildError {
     /// A `on_new_message` pattern is not a valid regular expression.
     #[error("invalid message pattern {0:?}")]
     InvalidPattern(String),
+    /// `max_inline` or `max_inline_per_tenant` is zero.
+    #[error("max_inline and max_inline_per_tenant must be positive")]
+    MaxInlineZero,
     /// A lock TTL of zero.
     #[error("lock_ttl must be positive")]
     ZeroLockTtl,
@@ -282,6 +297,9 @@ impl RuntimeOptions {
         }
         if self.max_detached_per_tenant == Some(0) {
             return Err(BuildError::MaxDetachedPerTenantZero);
+        }
+        if self.max_inline == 0 || self.max_inline_per_tenant == Some(0) {
+            return Err(BuildError::MaxInlineZero);
         }
         if self.lock_ttl.is_zero() {
             return Err(BuildError::ZeroLockTtl);

@@ -33,6 +33,8 @@ pub(crate) struct Shared {
     recorder: Recorder,
     data: AppData,
     admission: Admission,
+    /// Places for handlers running inside their request.
+    inline: Admission,
     tracker: TaskTracker,
     signals: Signals,
     /// Runs in progress per scope, for stop requests that land on this replica.
@@ -122,6 +124,7 @@ impl Shared {
             adapters,
             data,
             admission: Admission::new(options.max_detached, options.max_detached_per_tenant),
+            inline: Admission::new(options.max_inline, options.max_inline_per_tenant),
             options,
             handlers,
             recorder,
@@ -164,6 +167,11 @@ impl Shared {
 
     pub(crate) fn admission(&self) -> &Admission {
         &self.admission
+    }
+
+    /// Places for handlers running inside their request (`max_inline`).
+    pub(crate) fn inline(&self) -> &Admission {
+        &self.inline
     }
 
     /// Every task this bot spawns, so shutdown can wait for them.

@@ -46,6 +46,8 @@ fn every_default_is_as_documented() {
     assert_eq!(o.sync_slot_wait, Duration::from_secs(2));
     assert_eq!(o.ack_timeout, Duration::from_millis(2500));
     assert_eq!(o.body_timeout, Duration::from_secs(1));
+    assert_eq!(o.max_inline, 256);
+    assert_eq!(o.max_inline_per_tenant, None);
     assert!(o.inline_interactions);
     assert_eq!(o.sweep_interval, Some(Duration::from_secs(30)));
     assert_eq!(o.max_attempts, 3);
