@@ -203,6 +203,9 @@ impl StateBackend for MemoryState {
 
     async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Recovered>, StateError> {
         let now = Instant::now();
+        // Expired KV entries go here too, not only when read: a key written
+        // once and never read again must not stay for the process's life.
+        lock(&self.kv).retain(|_, e| e.live(now));
         let mut recovered = Vec::new();
         for shard in self.shards.iter() {
             if recovered.len() >= limit {
@@ -280,6 +283,37 @@ impl KvStore for MemoryState {
 
 #[cfg(test)]
 mod tests {
+    use chat_core::{KvStore, SetMode};
+
+    #[tokio::test(start_paused = true)]
+    async fn the_sweep_removes_expired_kv_entries_nobody_reads() {
+        let state = MemoryState::new();
+        for i in 0..100 {
+            state
+                .set(
+                    &format!("k{i}"),
+                    Bytes::from_static(b"v"),
+                    Some(Duration::from_secs(1)),
+                    SetMode::Always,
+                )
+                .await
+                .unwrap();
+        }
+        state
+            .set("kept", Bytes::from_static(b"v"), None, SetMode::Always)
+            .await
+            .unwrap();
+        assert_eq!(lock(&state.kv).len(), 101);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        state.sweep(Duration::from_secs(30), 10).await.unwrap();
+        assert_eq!(
+            lock(&state.kv).len(),
+            1,
+            "only the entry without a TTL is left"
+        );
+        assert!(state.get("kept").await.unwrap().is_some());
+    }
+
     use super::*;
     use chat_core::{AdmitRequest, Concurrency, Decision};
     use chat_testkit::EventBuilder;
