@@ -57,4 +57,6 @@ pub mod guides {
     pub struct Testing;
     #[doc = include_str!("../../docs/multi-workspace.md")]
     pub struct MultiWorkspace;
+    #[doc = include_str!("../../docs/production.md")]
+    pub struct Production;
 }
