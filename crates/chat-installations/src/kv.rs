@@ -1,7 +1,8 @@
 //! [`KvInstallations`]: installations in a [`KvStore`], encrypted.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -44,6 +45,40 @@ struct Inner {
     keys: KeyRing,
     prefix: String,
     random: SystemRandom,
+    /// The highest revision seen per installation, to refuse a rolled-back
+    /// record.
+    revisions: Mutex<HashMap<(Platform, TenantId), u64>>,
+}
+
+impl Inner {
+    fn seen(&self, platform: Platform, tenant: &TenantId) -> u64 {
+        self.revisions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&(platform, tenant.clone()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Records `rev` as seen; `false` when a higher one was seen before.
+    fn saw(&self, platform: Platform, tenant: &TenantId, rev: u64) -> bool {
+        let mut revisions = self
+            .revisions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let highest = revisions.entry((platform, tenant.clone())).or_insert(0);
+        if rev < *highest {
+            return false;
+        }
+        *highest = rev;
+        true
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl fmt::Debug for KvInstallations {
@@ -71,6 +106,7 @@ impl KvInstallations {
                 keys,
                 prefix: prefix.into(),
                 random: SystemRandom::new(),
+                revisions: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -108,21 +144,33 @@ impl InstallationStore for KvInstallations {
         let Some(stored) = self.inner.kv.get(&self.kv_key(platform, tenant)).await? else {
             return Ok(None);
         };
-        sealed::open(&self.inner.keys, platform, tenant, &stored).map(Some)
+        let (installation, rev) = sealed::open(&self.inner.keys, platform, tenant, &stored)?;
+        if !self.inner.saw(platform, tenant, rev) {
+            return Err(sealed::rolled_back());
+        }
+        Ok(Some(installation))
     }
 
     async fn put(&self, installation: &Installation) -> Result<(), InstallationError> {
         check(installation)?;
-        let sealed = sealed::seal(&self.inner.keys, &self.inner.random, installation)?;
+        let (platform, tenant) = (installation.platform, &installation.tenant);
+        let key = self.kv_key(platform, tenant);
+        // Above every revision this process or the stored record knows of.
+        let stored = self.inner.kv.get(&key).await?;
+        let rev = now_ms()
+            .max(
+                stored
+                    .as_deref()
+                    .map_or(0, sealed::revision)
+                    .saturating_add(1),
+            )
+            .max(self.inner.seen(platform, tenant).saturating_add(1));
+        let sealed = sealed::seal(&self.inner.keys, &self.inner.random, installation, rev)?;
         self.inner
             .kv
-            .set(
-                &self.kv_key(installation.platform, &installation.tenant),
-                Bytes::from(sealed),
-                None,
-                SetMode::Always,
-            )
+            .set(&key, Bytes::from(sealed), None, SetMode::Always)
             .await?;
+        self.inner.saw(platform, tenant, rev);
         Ok(())
     }
 

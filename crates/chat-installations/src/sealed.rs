@@ -2,13 +2,19 @@
 //! sealed with AES-256-GCM.
 //!
 //! ```text
-//! {"v":1,"kid":"2024-07","nonce":"<24 hex>","ct":"<hex of ciphertext + 16-byte tag>"}
+//! {"v":2,"kid":"2024-07","rev":1764578700123,"nonce":"<24 hex>","ct":"<hex of ciphertext + 16-byte tag>"}
 //! ```
 //!
 //! * `kid` names the key of the ring that sealed it; any key of the ring opens.
+//! * `rev` is the record's revision: above every earlier record of the tenant
+//!   the writer knew of (the write time in ms at least). A process that has
+//!   seen a revision refuses an older one: a record rolled back to an earlier
+//!   sealed copy does not open there.
 //! * `nonce` is 96 random bits, new for every write.
-//! * The associated data is `chat-installations:v1:{platform}:{tenant}`: a
-//!   record copied under another tenant's (or platform's) key does not open.
+//! * The associated data is `chat-installations:v2:{platform}:{tenant}:{rev}`:
+//!   a record copied under another tenant's (or platform's) key, or given
+//!   another revision, does not open. Records of format 1 (no revision) still
+//!   open, as revision 0.
 
 use chat_core::{BoxError, Installation, InstallationError, Platform, TenantId};
 use ring::aead::{Aad, NONCE_LEN, Nonce};
@@ -18,12 +24,14 @@ use serde::{Deserialize, Serialize};
 use crate::keys::KeyRing;
 
 /// The record format's version.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 struct Record {
     v: u32,
     kid: String,
+    #[serde(default)]
+    rev: u64,
     nonce: String,
     ct: String,
 }
@@ -41,21 +49,33 @@ enum OpenError {
     Payload,
     #[error("the opened record names another platform or tenant")]
     Mismatch,
+    #[error("the record is older than one this process has seen: rolled back")]
+    RolledBack,
+}
+
+/// A record older than one this process has seen.
+pub(crate) fn rolled_back() -> InstallationError {
+    corrupt(OpenError::RolledBack)
 }
 
 fn corrupt(e: OpenError) -> InstallationError {
     InstallationError::Corrupt(Box::new(e) as BoxError)
 }
 
-fn associated_data(platform: Platform, tenant: &TenantId) -> Vec<u8> {
-    format!("chat-installations:v{VERSION}:{platform}:{tenant}").into_bytes()
+fn associated_data(version: u32, platform: Platform, tenant: &TenantId, rev: u64) -> Vec<u8> {
+    match version {
+        1 => format!("chat-installations:v1:{platform}:{tenant}").into_bytes(),
+        _ => format!("chat-installations:v{version}:{platform}:{tenant}:{rev}").into_bytes(),
+    }
 }
 
-/// Seals `installation` with the ring's current key and a fresh nonce.
+/// Seals `installation` as revision `rev` with the ring's current key and a
+/// fresh nonce.
 pub(crate) fn seal(
     keys: &KeyRing,
     random: &SystemRandom,
     installation: &Installation,
+    rev: u64,
 ) -> Result<Vec<u8>, InstallationError> {
     let key = keys.current();
     let mut in_out =
@@ -64,7 +84,7 @@ pub(crate) fn seal(
     random
         .fill(&mut nonce)
         .map_err(|_| InstallationError::Unavailable("the system random source failed".into()))?;
-    let aad = associated_data(installation.platform, &installation.tenant);
+    let aad = associated_data(VERSION, installation.platform, &installation.tenant, rev);
     key.aead()
         .seal_in_place_append_tag(
             Nonce::assume_unique_for_key(nonce),
@@ -75,21 +95,23 @@ pub(crate) fn seal(
     let record = Record {
         v: VERSION,
         kid: key.id().to_owned(),
+        rev,
         nonce: hex::encode(nonce),
         ct: hex::encode(&in_out),
     };
     serde_json::to_vec(&record).map_err(|e| InstallationError::Corrupt(Box::new(e)))
 }
 
-/// Opens a record stored for `(platform, tenant)`.
+/// Opens a record stored for `(platform, tenant)`; returns it with its
+/// revision.
 pub(crate) fn open(
     keys: &KeyRing,
     platform: Platform,
     tenant: &TenantId,
     stored: &[u8],
-) -> Result<Installation, InstallationError> {
+) -> Result<(Installation, u64), InstallationError> {
     let record: Record = serde_json::from_slice(stored).map_err(|_| corrupt(OpenError::Format))?;
-    if record.v != VERSION {
+    if !(1..=VERSION).contains(&record.v) {
         return Err(corrupt(OpenError::Version(record.v)));
     }
     let key = keys
@@ -104,7 +126,7 @@ pub(crate) fn open(
     let mut in_out = hex::decode(&record.ct)
         .ok()
         .ok_or_else(|| corrupt(OpenError::Format))?;
-    let aad = associated_data(platform, tenant);
+    let aad = associated_data(record.v, platform, tenant, record.rev);
     let plain = key
         .aead()
         .open_in_place(
@@ -118,7 +140,13 @@ pub(crate) fn open(
     if installation.platform != platform || &installation.tenant != tenant {
         return Err(corrupt(OpenError::Mismatch));
     }
-    Ok(installation)
+    Ok((installation, record.rev))
+}
+
+/// The revision a stored record names (0 for format 1, or for what is not a
+/// record).
+pub(crate) fn revision(stored: &[u8]) -> u64 {
+    serde_json::from_slice::<Record>(stored).map_or(0, |r| r.rev)
 }
 
 /// The key id a stored record names, if it is a record.
@@ -142,12 +170,13 @@ mod tests {
         let keys = ring("k1", 7);
         let random = SystemRandom::new();
         let i = Installation::new(Platform::SLACK, "T1", Secret::new("xoxb-secret"));
-        let sealed = seal(&keys, &random, &i).unwrap();
+        let sealed = seal(&keys, &random, &i, 7).unwrap();
         assert!(!String::from_utf8_lossy(&sealed).contains("xoxb-secret"));
         assert_eq!(key_id(&sealed).as_deref(), Some("k1"));
+        assert_eq!(revision(&sealed), 7);
         assert_eq!(
             open(&keys, Platform::SLACK, &"T1".into(), &sealed).unwrap(),
-            i
+            (i, 7)
         );
         assert!(matches!(
             open(&keys, Platform::SLACK, &"T2".into(), &sealed),
@@ -165,8 +194,44 @@ mod tests {
         let random = SystemRandom::new();
         let i = Installation::new(Platform::SLACK, "T1", Secret::new("xoxb-secret"));
         assert_ne!(
-            seal(&keys, &random, &i).unwrap(),
-            seal(&keys, &random, &i).unwrap()
+            seal(&keys, &random, &i, 1).unwrap(),
+            seal(&keys, &random, &i, 1).unwrap()
+        );
+    }
+
+    /// The revision is sealed: a record whose `rev` is edited does not open,
+    /// and a record of format 1 (before revisions) still does, as revision 0.
+    #[test]
+    fn the_revision_is_bound_and_format_1_still_opens() {
+        let keys = ring("k1", 7);
+        let random = SystemRandom::new();
+        let i = Installation::new(Platform::SLACK, "T1", Secret::new("xoxb-secret"));
+        let sealed = String::from_utf8(seal(&keys, &random, &i, 5).unwrap()).unwrap();
+        let edited = sealed.replace("\"rev\":5", "\"rev\":9");
+        assert_ne!(edited, sealed);
+        assert!(matches!(
+            open(&keys, Platform::SLACK, &"T1".into(), edited.as_bytes()),
+            Err(InstallationError::Corrupt(_))
+        ));
+        // A format-1 record: sealed under the old associated data, no `rev`.
+        let mut in_out = serde_json::to_vec(&i).unwrap();
+        let nonce = [3u8; NONCE_LEN];
+        keys.current()
+            .aead()
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(&b"chat-installations:v1:slack:T1"[..]),
+                &mut in_out,
+            )
+            .unwrap();
+        let old = format!(
+            r#"{{"v":1,"kid":"k1","nonce":"{}","ct":"{}"}}"#,
+            hex::encode(nonce),
+            hex::encode(&in_out)
+        );
+        assert_eq!(
+            open(&keys, Platform::SLACK, &"T1".into(), old.as_bytes()).unwrap(),
+            (i, 0)
         );
     }
 
@@ -182,6 +247,7 @@ mod tests {
             br#"{"v":1,"kid":"k1","nonce":"000000000000000000000000","ct":"zz"}"#,
             br#"{"v":1,"kid":"k1","nonce":"000000000000000000000000","ct":""}"#,
             br#"{"v":2,"kid":"k1","nonce":"000000000000000000000000","ct":"00"}"#,
+            br#"{"v":3,"kid":"k1","nonce":"000000000000000000000000","ct":"00"}"#,
         ] {
             assert!(open(&keys, Platform::SLACK, &t, stored).is_err());
         }

@@ -259,3 +259,44 @@ async fn a_store_shared_through_one_backend_is_seen_by_every_replica() {
             .is_none()
     );
 }
+
+/// A record rolled back to an earlier sealed copy of the same tenant (by
+/// someone with write access to the KV) is refused by a process that has seen
+/// the newer one; every write is a newer revision than the one it replaces.
+#[tokio::test]
+async fn a_record_rolled_back_to_an_older_copy_is_refused() {
+    let state: Arc<dyn KvStore> = Arc::new(MemoryState::new());
+    let store = KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k1", 1)));
+    let replica = KvInstallations::new(Arc::clone(&state), KeyRing::new(key("k1", 1)));
+    let kv_key = store.kv_key(Platform::SLACK, &"T1".into());
+    store.put(&installation("T1")).await.unwrap();
+    let old = state.get(&kv_key).await.unwrap().unwrap();
+    let refreshed = installation("T1").with_bot_user_id("U0NEW");
+    store.put(&refreshed).await.unwrap();
+    assert_eq!(
+        replica.get(Platform::SLACK, &"T1".into()).await.unwrap(),
+        Some(refreshed.clone())
+    );
+    // The older sealed copy is put back.
+    state
+        .set(&kv_key, old, None, SetMode::Always)
+        .await
+        .unwrap();
+    for seen_newer in [&store, &replica] {
+        let err = seen_newer
+            .get(Platform::SLACK, &"T1".into())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, InstallationError::Corrupt(_)), "{err:?}");
+        assert!(
+            err.to_string().contains("rolled back") || format!("{err:?}").contains("RolledBack"),
+            "{err:?}"
+        );
+    }
+    // A fresh write goes past it again.
+    store.put(&refreshed).await.unwrap();
+    assert_eq!(
+        replica.get(Platform::SLACK, &"T1".into()).await.unwrap(),
+        Some(refreshed)
+    );
+}
