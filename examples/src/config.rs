@@ -155,6 +155,14 @@ pub struct Args {
     /// of its headers.
     #[arg(long, env = "CHAT_BODY_TIMEOUT_MS", default_value_t = 1000)]
     pub body_timeout_ms: u64,
+    /// Forget a subscribed thread after this many ms without an event in it
+    /// (default 30 days).
+    #[arg(
+        long,
+        env = "CHAT_SUBSCRIPTION_TTL_MS",
+        default_value_t = 2_592_000_000
+    )]
+    pub subscription_ttl_ms: u64,
     /// Close a connection that has not sent a request's headers within this
     /// many ms.
     #[arg(long, env = "SERVER_HEADER_TIMEOUT_MS", default_value_t = 2000)]
@@ -297,6 +305,7 @@ impl Args {
             lock_ttl: ms(self.lock_ttl_ms),
             ack_timeout: ms(self.ack_timeout_ms),
             body_timeout: ms(self.body_timeout_ms),
+            subscription_ttl: ms(self.subscription_ttl_ms),
             sweep_interval: (self.sweep_interval_ms > 0).then(|| ms(self.sweep_interval_ms)),
             state_retry: ms(self.state_retry_ms),
             max_attempts: self.max_attempts,
@@ -378,6 +387,7 @@ mod tests {
             "CHAT_MAX_CONCURRENT",
             "CHAT_LOCK_TTL_MS",
             "CHAT_BODY_TIMEOUT_MS",
+            "CHAT_SUBSCRIPTION_TTL_MS",
             "SERVER_HEADER_TIMEOUT_MS",
             "SERVER_MAX_CONNECTIONS",
             "SERVER_MAX_IN_FLIGHT",

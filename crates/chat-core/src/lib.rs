@@ -71,7 +71,7 @@ pub use id::{
 pub use installation::{Installation, InstallationError, InstallationStore, Secret};
 pub use kv::{KvStore, SetMode};
 pub use state::{
-    Admission, AdmitRequest, Batch, CancelOutcome, CancelRequest, Decision, DropReason, Fate, Gate,
-    Handoff, Lease, LeaseKind, LeaseToken, Recovered, Release, Renewal, Report, SlotGrant,
-    StateBackend, Waiting,
+    Admission, AdmitRequest, Batch, CancelOutcome, CancelRequest, DEFAULT_SUBSCRIPTION_TTL,
+    Decision, DropReason, Fate, Gate, Handoff, Lease, LeaseKind, LeaseToken, Recovered, Release,
+    Renewal, Report, SlotGrant, StateBackend, Waiting,
 };

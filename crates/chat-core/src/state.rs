@@ -103,6 +103,9 @@ pub struct AdmitRequest {
     pub dedupe_ttl: Duration,
     /// The lease's time to live when one is granted.
     pub lease_ttl: Duration,
+    /// How long the event's thread stays subscribed from now, when it is: an
+    /// admission in a subscribed thread extends its subscription to this.
+    pub subscription_ttl: Duration,
     /// The request's identity, chosen by the caller and kept across repeats. It
     /// is recorded with the dedupe mark, and it is the token of the lease or slot
     /// the admission grants.
@@ -111,7 +114,8 @@ pub struct AdmitRequest {
 
 impl AdmitRequest {
     /// A request for `event` on `scope` under `concurrency`, with a fresh
-    /// identity, an open gate, a 24 h dedupe TTL and a 30 s lease TTL.
+    /// identity, an open gate, a 24 h dedupe TTL, a 30 s lease TTL and a 30 day
+    /// subscription TTL.
     pub fn new(event: impl Into<Arc<Event>>, scope: ScopeKey, concurrency: Concurrency) -> Self {
         Self {
             event: event.into(),
@@ -120,6 +124,7 @@ impl AdmitRequest {
             gate: Gate::Open,
             dedupe_ttl: Duration::from_secs(24 * 60 * 60),
             lease_ttl: Duration::from_secs(30),
+            subscription_ttl: DEFAULT_SUBSCRIPTION_TTL,
             id: LeaseToken::generate(),
         }
     }
@@ -144,7 +149,17 @@ impl AdmitRequest {
         self.lease_ttl = ttl;
         self
     }
+
+    /// Sets the subscription TTL an admission in a subscribed thread renews.
+    #[must_use]
+    pub fn subscription_ttl(mut self, ttl: Duration) -> Self {
+        self.subscription_ttl = ttl;
+        self
+    }
 }
+
+/// How long a subscription lives without activity, unless configured: 30 days.
+pub const DEFAULT_SUBSCRIPTION_TTL: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
 /// What [`StateBackend::admit`] decided, and what it saw.
 #[derive(Debug, Clone)]
@@ -698,8 +713,12 @@ pub trait StateBackend: Send + Sync + 'static {
     /// reservation lapsed — and gives each to the caller (see [`Recovered`]).
     async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Recovered>, StateError>;
 
-    /// Subscribes the bot to a thread: later plain messages in it are admitted.
-    async fn subscribe(&self, thread: &ThreadRef) -> Result<(), StateError>;
+    /// Subscribes the bot to a thread for `ttl`: later plain messages in it are
+    /// admitted. Every admission of an event of the thread while it is
+    /// subscribed extends the subscription to its request's
+    /// [`subscription_ttl`](AdmitRequest::subscription_ttl), so a thread stays
+    /// subscribed while it is active and is forgotten after `ttl` of silence.
+    async fn subscribe(&self, thread: &ThreadRef, ttl: Duration) -> Result<(), StateError>;
 
     /// Unsubscribes; returns whether the thread was subscribed.
     async fn unsubscribe(&self, thread: &ThreadRef) -> Result<bool, StateError>;
@@ -762,8 +781,8 @@ impl<T: StateBackend + ?Sized> StateBackend for std::sync::Arc<T> {
         (**self).sweep(lease_ttl, limit).await
     }
 
-    async fn subscribe(&self, thread: &ThreadRef) -> Result<(), StateError> {
-        (**self).subscribe(thread).await
+    async fn subscribe(&self, thread: &ThreadRef, ttl: Duration) -> Result<(), StateError> {
+        (**self).subscribe(thread, ttl).await
     }
 
     async fn unsubscribe(&self, thread: &ThreadRef) -> Result<bool, StateError> {

@@ -477,7 +477,11 @@ async fn a_revoked_app_deletes_the_installation_and_own_comments_are_ignored() {
     // A comment by the agent's own app user in org-1 (a subscribed thread
     // would answer it otherwise).
     let thread = chat_linear::thread::comment_thread("org-1", ISSUE, "c-1");
-    w.bot.state().subscribe(&thread).await.unwrap();
+    w.bot
+        .state()
+        .subscribe(&thread, chat_core::DEFAULT_SUBSCRIPTION_TTL)
+        .await
+        .unwrap();
     let own = deliver(
         &w,
         &comment("org-1", "c-1", "app-user-org-1", None),

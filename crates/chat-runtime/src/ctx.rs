@@ -49,6 +49,7 @@ struct CtxInner {
     posted: Arc<AtomicBool>,
     reply: Option<crate::answer::Answer>,
     data: AppData,
+    subscription_ttl: std::time::Duration,
 }
 
 /// What a run has posted through its thread handles: the next reply's
@@ -81,6 +82,7 @@ pub(crate) struct CtxParts {
     pub(crate) posted: Arc<AtomicBool>,
     pub(crate) reply: Option<crate::answer::Answer>,
     pub(crate) data: AppData,
+    pub(crate) subscription_ttl: std::time::Duration,
 }
 
 impl Ctx {
@@ -100,6 +102,7 @@ impl Ctx {
                 posted: p.posted,
                 reply: p.reply,
                 data: p.data,
+                subscription_ttl: p.subscription_ttl,
             }),
         }
     }
@@ -132,9 +135,14 @@ impl Ctx {
     }
 
     /// Subscribes the bot to this thread: later plain messages in it go to the
-    /// subscribed-message handler.
+    /// subscribed-message handler. The subscription lasts
+    /// [`subscription_ttl`](crate::RuntimeOptions::subscription_ttl) and every
+    /// later event of the thread renews it.
     pub async fn subscribe(&self) -> Result<(), StateError> {
-        self.inner.state.subscribe(&self.inner.event.thread).await
+        self.inner
+            .state
+            .subscribe(&self.inner.event.thread, self.inner.subscription_ttl)
+            .await
     }
 
     /// Unsubscribes from this thread; returns whether it was subscribed.

@@ -269,7 +269,8 @@ async fn admit(
     let req = AdmitRequest::new(Arc::clone(event), scope.clone(), concurrency)
         .gate(gate)
         .dedupe_ttl(shared.options().dedupe_ttl)
-        .lease_ttl(shared.options().lock_ttl);
+        .lease_ttl(shared.options().lock_ttl)
+        .subscription_ttl(shared.options().subscription_ttl);
     let id = req.id.clone();
     // An admit whose reply is lost may have run: it is repeated, with the same
     // id, until it answers. Meanwhile the platform has been told to retry (at

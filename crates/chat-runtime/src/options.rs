@@ -135,6 +135,10 @@ pub struct RuntimeOptions {
     /// state backend or a slow sync handler never makes the platform time out.
     /// Default 2.5 s (Slack allows 3 s).
     pub ack_timeout: Duration,
+    /// How long a thread stays subscribed without activity: each event of a
+    /// subscribed thread renews it, and a thread silent this long is
+    /// forgotten (so subscriptions cannot grow without bound). Default 30 days.
+    pub subscription_ttl: Duration,
     /// How long the webhook service waits for a request's body once its
     /// headers arrived; a client that has not sent it all by then is answered
     /// 408 and its connection's work dropped. Platforms send a whole body at
@@ -186,6 +190,7 @@ impl Default for RuntimeOptions {
             inline_interactions: true,
             ack_timeout: Duration::from_millis(2500),
             body_timeout: Duration::from_secs(1),
+            subscription_ttl: chat_core::DEFAULT_SUBSCRIPTION_TTL,
             sweep_interval: Some(Duration::from_secs(30)),
             max_attempts: 3,
             shutdown: ShutdownMode::Drain,
@@ -253,6 +258,9 @@ pub enum BuildError {
     /// A lock TTL of zero.
     #[error("lock_ttl must be positive")]
     ZeroLockTtl,
+    /// A subscription TTL of zero.
+    #[error("subscription_ttl must be positive")]
+    ZeroSubscriptionTtl,
     /// A body timeout of zero.
     #[error("body_timeout must be positive")]
     ZeroBodyTimeout,
@@ -310,6 +318,9 @@ impl RuntimeOptions {
         if self.body_timeout.is_zero() {
             return Err(BuildError::ZeroBodyTimeout);
         }
+        if self.subscription_ttl.is_zero() {
+            return Err(BuildError::ZeroSubscriptionTtl);
+        }
         if self.max_attempts == 0 {
             return Err(BuildError::ZeroMaxAttempts);
         }
@@ -333,6 +344,7 @@ impl RuntimeOptions {
             ("sync_slot_wait", Some(self.sync_slot_wait)),
             ("ack_timeout", Some(self.ack_timeout)),
             ("body_timeout", Some(self.body_timeout)),
+            ("subscription_ttl", Some(self.subscription_ttl)),
             ("sweep_interval", self.sweep_interval),
             ("state_retry", Some(self.state_retry)),
             ("entry_ttl", entry_ttl),

@@ -68,6 +68,7 @@ pub(crate) async fn run(
         posted: work.posted,
         reply: work.reply,
         data: shared.data().clone(),
+        subscription_ttl: shared.options().subscription_ttl,
     });
     let started = Instant::now();
     let mut cancelled_at = None;

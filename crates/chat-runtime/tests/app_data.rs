@@ -158,7 +158,10 @@ async fn closures_and_handler_types_carry_their_own_state() {
     let mention = adapter.mention("T1", "C1", "1", "a", "hi");
     bot.handle("test", adapter.request(&mention)).await;
     bot.state()
-        .subscribe(&adapter.thread("T1", "C1", "1"))
+        .subscribe(
+            &adapter.thread("T1", "C1", "1"),
+            chat_runtime::core::DEFAULT_SUBSCRIPTION_TTL,
+        )
         .await
         .unwrap();
     let follow_up = adapter.message("T1", "C1", "1", "b", "more");

@@ -47,6 +47,7 @@ fn every_default_is_as_documented() {
     assert_eq!(o.ack_timeout, Duration::from_millis(2500));
     assert_eq!(o.body_timeout, Duration::from_secs(1));
     assert_eq!(o.max_inline, 256);
+    assert_eq!(o.subscription_ttl, Duration::from_secs(30 * 24 * 60 * 60));
     assert_eq!(o.max_inline_per_tenant, None);
     assert!(o.inline_interactions);
     assert_eq!(o.sweep_interval, Some(Duration::from_secs(30)));

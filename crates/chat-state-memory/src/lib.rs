@@ -217,20 +217,23 @@ impl StateBackend for MemoryState {
         Ok(recovered)
     }
 
-    async fn subscribe(&self, thread: &ThreadRef) -> Result<(), StateError> {
+    async fn subscribe(&self, thread: &ThreadRef, ttl: Duration) -> Result<(), StateError> {
         let scope = thread.thread_scope();
-        self.shard(scope.tag()).subscriptions.insert(thread.clone());
+        self.shard(scope.tag())
+            .subscribe(thread, ttl, Instant::now());
         Ok(())
     }
 
     async fn unsubscribe(&self, thread: &ThreadRef) -> Result<bool, StateError> {
         let scope = thread.thread_scope();
-        Ok(self.shard(scope.tag()).subscriptions.remove(thread))
+        Ok(self.shard(scope.tag()).unsubscribe(thread, Instant::now()))
     }
 
     async fn is_subscribed(&self, thread: &ThreadRef) -> Result<bool, StateError> {
         let scope = thread.thread_scope();
-        Ok(self.shard(scope.tag()).subscriptions.contains(thread))
+        Ok(self
+            .shard(scope.tag())
+            .is_subscribed(thread, Instant::now()))
     }
 
     async fn health(&self) -> Result<(), StateError> {

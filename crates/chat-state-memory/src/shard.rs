@@ -2,7 +2,7 @@
 //! that hash to it. Every method runs inside the shard's lock.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap};
 use std::time::Duration;
 
 use chat_core::{
@@ -30,7 +30,8 @@ pub(crate) struct Shard {
     dedupe: HashMap<String, Mark>,
     /// Expiry order of `dedupe`, for purging marks nobody looks up again.
     dedupe_expiry: BinaryHeap<Reverse<(Instant, String)>>,
-    pub(crate) subscriptions: HashSet<ThreadRef>,
+    /// Subscribed threads, with when each subscription lapses.
+    subscriptions: HashMap<ThreadRef, Instant>,
     scopes: HashMap<ScopeKey, ScopeState>,
     acked: Acked,
 }
@@ -97,7 +98,12 @@ impl Shard {
     ) -> Result<Admission, StateError> {
         validate(&req.concurrency)?;
         self.purge_dedupe(now);
-        let subscribed = self.subscriptions.contains(&req.event.thread);
+        let subscribed = self.is_subscribed(&req.event.thread, now);
+        if subscribed {
+            // Activity keeps a subscription alive.
+            self.subscriptions
+                .insert(req.event.thread.clone(), now + req.subscription_ttl);
+        }
         let slot = dedupe_slot(req.scope.tag(), &req.event.dedupe_key);
         if let Some(mark) = self.live_mark(&slot, now) {
             if mark.request != req.id {
@@ -198,6 +204,25 @@ impl Shard {
         }
     }
 
+    /// Subscribes `thread` until `now + ttl`.
+    pub(crate) fn subscribe(&mut self, thread: &ThreadRef, ttl: Duration, now: Instant) {
+        self.subscriptions.insert(thread.clone(), now + ttl);
+    }
+
+    /// Unsubscribes; whether a live subscription was removed.
+    pub(crate) fn unsubscribe(&mut self, thread: &ThreadRef, now: Instant) -> bool {
+        self.subscriptions
+            .remove(thread)
+            .is_some_and(|until| until > now)
+    }
+
+    /// Whether `thread` is subscribed at `now`.
+    pub(crate) fn is_subscribed(&self, thread: &ThreadRef, now: Instant) -> bool {
+        self.subscriptions
+            .get(thread)
+            .is_some_and(|until| *until > now)
+    }
+
     pub(crate) fn sweep(
         &mut self,
         lease_ttl: Duration,
@@ -205,6 +230,7 @@ impl Shard {
         now: Instant,
         mut next_fence: impl FnMut() -> u64,
     ) -> Vec<Recovered> {
+        self.subscriptions.retain(|_, until| *until > now);
         let mut out = Vec::new();
         for (scope, state) in &mut self.scopes {
             if out.len() >= limit {

@@ -450,6 +450,8 @@ impl StateBackend for RedisState {
                     .arg(&encoded);
             }
         }
+        // Last, whatever the strategy: the scripts read it as ARGV[#ARGV].
+        inv.arg(ms(request.subscription_ttl));
         let reply = self.eval(&inv, self.ack_timeout).await?;
         admission(reply, &request.scope, token, kind, request.lease_ttl)
     }
@@ -625,9 +627,11 @@ impl StateBackend for RedisState {
         Ok(recovered)
     }
 
-    async fn subscribe(&self, thread: &ThreadRef) -> Result<(), StateError> {
+    async fn subscribe(&self, thread: &ThreadRef, ttl: Duration) -> Result<(), StateError> {
         let key = self.keys.thread(thread).subscription(&thread.thread);
-        let _: Value = self.query(redis::cmd("SET").arg(key).arg("1")).await?;
+        let _: Value = self
+            .query(redis::cmd("SET").arg(key).arg("1").arg("PX").arg(ms(ttl)))
+            .await?;
         Ok(())
     }
 

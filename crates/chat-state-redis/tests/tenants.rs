@@ -113,7 +113,10 @@ async fn tenants_never_collide(state: Arc<dyn StateBackend>) {
     ));
 
     // Subscriptions: subscribing in one tenant subscribes nothing in the other.
-    state.subscribe(&a).await.unwrap();
+    state
+        .subscribe(&a, chat_core::DEFAULT_SUBSCRIPTION_TTL)
+        .await
+        .unwrap();
     assert!(state.is_subscribed(&a).await.unwrap());
     assert!(!state.is_subscribed(&b).await.unwrap());
     let gated = |thread: &ThreadRef, id: &str| {

@@ -232,8 +232,8 @@ impl StateBackend for FaultyState {
         .await
     }
 
-    async fn subscribe(&self, thread: &ThreadRef) -> Result<(), StateError> {
-        self.inner.subscribe(thread).await
+    async fn subscribe(&self, thread: &ThreadRef, ttl: Duration) -> Result<(), StateError> {
+        self.inner.subscribe(thread, ttl).await
     }
 
     async fn unsubscribe(&self, thread: &ThreadRef) -> Result<bool, StateError> {

@@ -680,8 +680,8 @@ impl StateBackend for Hooked {
     async fn sweep(&self, ttl: Duration, limit: usize) -> Result<Vec<Recovered>, StateError> {
         self.inner.sweep(ttl, limit).await
     }
-    async fn subscribe(&self, t: &ThreadRef) -> Result<(), StateError> {
-        self.inner.subscribe(t).await
+    async fn subscribe(&self, t: &ThreadRef, ttl: Duration) -> Result<(), StateError> {
+        self.inner.subscribe(t, ttl).await
     }
     async fn unsubscribe(&self, t: &ThreadRef) -> Result<bool, StateError> {
         self.inner.unsubscribe(t).await

@@ -10,6 +10,7 @@
 -- KEYS[8] the bucket's slot-orphan index (sorted set scope -> ms)
 -- KEYS[9] threads with waiting work      (set; never written here)
 -- ARGV[1] gate: 'open' | 'subscribed'
+-- ARGV[#ARGV] the subscription TTL (ms) an admission in a subscribed thread renews
 -- ARGV[2] dedupe TTL (ms)
 -- ARGV[3] the request id (the slot's token)
 -- ARGV[4] slot TTL (ms)
@@ -23,7 +24,7 @@
 -- Reply: {'duplicate'|'not-subscribed'|'waiting-for-slot'|'stored', subscribed}
 --        {'run', subscribed, fence}
 
-local stop, subscribed = gate(KEYS[1], KEYS[2], KEYS[9], ARGV[7], ARGV[1], ARGV[3])
+local stop, subscribed = gate(KEYS[1], KEYS[2], KEYS[9], ARGV[7], ARGV[1], ARGV[3], ARGV[#ARGV])
 local now, us = clock()
 if stop then
   if stop[1] ~= 'replay' then

@@ -10,6 +10,7 @@
 -- KEYS[8]  threads with waiting work      (set)
 -- KEYS[9]  the scope's queue              (list; for a repeat's depth)
 -- ARGV[1] gate: 'open' | 'subscribed'
+-- ARGV[#ARGV] the subscription TTL (ms) an admission in a subscribed thread renews
 -- ARGV[2] dedupe TTL (ms)
 -- ARGV[3] the request id (the new lease's token)
 -- ARGV[4] lease TTL (ms)
@@ -27,7 +28,7 @@
 --        {'hold', subscribed, fence}
 --        {'pending', subscribed, replaced 0|1}
 
-local stop, subscribed = gate(KEYS[1], KEYS[2], KEYS[8], ARGV[6], ARGV[1], ARGV[3])
+local stop, subscribed = gate(KEYS[1], KEYS[2], KEYS[8], ARGV[6], ARGV[1], ARGV[3], ARGV[#ARGV])
 if stop then
   if stop[1] == 'replay' then
     return replay(stop[3], ARGV[3], subscribed, KEYS[3], KEYS[9], ARGV[4])

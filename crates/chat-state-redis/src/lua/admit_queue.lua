@@ -13,6 +13,7 @@
 -- KEYS[11] the scope's outbox             (list of reports)
 -- KEYS[12] threads with waiting work      (set)
 -- ARGV[1] gate: 'open' | 'subscribed'
+-- ARGV[#ARGV] the subscription TTL (ms) an admission in a subscribed thread renews
 -- ARGV[2] dedupe TTL (ms)
 -- ARGV[3] the request id (the new lease's token)
 -- ARGV[4] lease TTL (ms)
@@ -32,7 +33,7 @@
 --        {'queued', subscribed, depth}
 --        {'dropped', subscribed, 'queue-full'}
 
-local stop, subscribed = gate(KEYS[1], KEYS[2], KEYS[12], ARGV[6], ARGV[1], ARGV[3])
+local stop, subscribed = gate(KEYS[1], KEYS[2], KEYS[12], ARGV[6], ARGV[1], ARGV[3], ARGV[#ARGV])
 if stop then
   if stop[1] == 'replay' then
     return replay(stop[3], ARGV[3], subscribed, KEYS[3], KEYS[8], ARGV[4])

@@ -88,8 +88,12 @@ end
 -- Admission steps 2 and 3: the dedupe mark and the subscription gate. Returns a
 -- finished reply when the event stops here ({'replay', subscribed, recorded}
 -- for a repeat of the same request), else nil; and the subscription bit.
-local function gate(mark_key, subscription, waiting_threads, thread, gate_mode, rid)
+local function gate(mark_key, subscription, waiting_threads, thread, gate_mode, rid, sub_ttl)
   local subscribed = redis.call('EXISTS', subscription)
+  if subscribed == 1 then
+    -- Activity keeps a subscription alive.
+    redis.call('PEXPIRE', subscription, sub_ttl)
+  end
   local m = redis.call('GET', mark_key)
   if m then
     local by, recorded = string.match(m, '^([^|]*)|(.*)$')

@@ -118,7 +118,7 @@ pub async fn gate_unsubscribed_message_is_not_admitted_nor_marked(h: Harness) {
     );
     assert!(!a.subscribed);
     // Not marked: once subscribed, the same event is admitted.
-    ok("subscribe", h.backend().subscribe(&t).await);
+    ok("subscribe", h.backend().subscribe(&t, h.t(1000)).await);
     let again = h.admit_gated(&t, "a").await;
     expect_run(&again);
     assert!(again.subscribed);
@@ -128,7 +128,7 @@ pub async fn gate_unsubscribed_message_is_not_admitted_nor_marked(h: Harness) {
 pub async fn gate_admission_reports_subscription(h: Harness) {
     let t = h.thread("1");
     let u = h.thread("2");
-    ok("subscribe", h.backend().subscribe(&t).await);
+    ok("subscribe", h.backend().subscribe(&t, h.t(1000)).await);
     assert!(h.admit(&t, "a", Concurrency::concurrent()).await.subscribed);
     assert!(!h.admit(&u, "b", Concurrency::concurrent()).await.subscribed);
 }
@@ -139,8 +139,8 @@ pub async fn subscriptions_round_trip(h: Harness) {
     let t = h.thread("1");
     let u = h.thread("2");
     assert!(!ok("is_subscribed", b.is_subscribed(&t).await));
-    ok("subscribe", b.subscribe(&t).await);
-    ok("subscribe again", b.subscribe(&t).await);
+    ok("subscribe", b.subscribe(&t, h.t(1000)).await);
+    ok("subscribe again", b.subscribe(&t, h.t(1000)).await);
     assert!(ok("is_subscribed", b.is_subscribed(&t).await));
     assert!(!ok("is_subscribed", b.is_subscribed(&u).await));
     assert!(ok("unsubscribe", b.unsubscribe(&t).await));
@@ -148,10 +148,49 @@ pub async fn subscriptions_round_trip(h: Harness) {
     assert!(!ok("is_subscribed", b.is_subscribed(&t).await));
 }
 
+/// A subscription lapses after its TTL of silence: the thread is no longer
+/// subscribed and its plain messages are not admitted.
+pub async fn subscriptions_expire_after_their_ttl(h: Harness) {
+    let b = h.backend();
+    let t = h.thread("1");
+    ok("subscribe", b.subscribe(&t, h.t(2)).await);
+    assert!(ok("is_subscribed", b.is_subscribed(&t).await));
+    h.advance(h.t(3)).await;
+    assert!(!ok("is_subscribed", b.is_subscribed(&t).await));
+    let a = h.admit_gated(&t, "late").await;
+    assert!(
+        matches!(a.decision, Decision::NotSubscribed),
+        "{:?}",
+        a.decision
+    );
+}
+
+/// Every admission in a subscribed thread renews its subscription to the
+/// request's subscription TTL: an active thread stays subscribed.
+pub async fn subscriptions_are_renewed_by_activity(h: Harness) {
+    let b = h.backend();
+    let t = h.thread("1");
+    ok("subscribe", b.subscribe(&t, h.t(3)).await);
+    h.advance(h.t(2)).await;
+    let req = h
+        .request(h.event(&t, "active"), Concurrency::concurrent())
+        .gate(chat_core::Gate::Subscribed)
+        .subscription_ttl(h.t(3));
+    assert!(h.admit_req(req).await.subscribed);
+    // Past the first TTL, within the renewed one.
+    h.advance(h.t(2)).await;
+    assert!(ok("is_subscribed", b.is_subscribed(&t).await));
+    h.advance(h.t(2)).await;
+    assert!(!ok("is_subscribed", b.is_subscribed(&t).await));
+}
+
 /// Subscriptions of identical thread ids in two tenants never collide.
 pub async fn subscriptions_are_per_tenant(h: Harness) {
     let other = h.sibling();
-    ok("subscribe", h.backend().subscribe(&h.thread("1")).await);
+    ok(
+        "subscribe",
+        h.backend().subscribe(&h.thread("1"), h.t(1000)).await,
+    );
     assert!(!ok(
         "is_subscribed",
         other.backend().is_subscribed(&other.thread("1")).await

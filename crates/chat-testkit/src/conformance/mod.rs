@@ -71,6 +71,8 @@ macro_rules! __conformance_cases {
             gate_plain_message_joins_a_queue_or_a_pending_event,
             subscriptions_round_trip,
             subscriptions_are_per_tenant,
+            subscriptions_expire_after_their_ttl,
+            subscriptions_are_renewed_by_activity,
             admit_rejects_a_scope_outside_the_events_channel,
             lease_conflict_drops_the_second_event,
             lease_dropped_event_stays_marked,
