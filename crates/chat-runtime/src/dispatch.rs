@@ -205,6 +205,21 @@ async fn stop(
     }
 }
 
+/// A place of `admission` for `event`'s tenant, or the at-capacity answer
+/// (recorded).
+fn place(
+    shared: &Shared,
+    admission: &crate::admission::Admission,
+    event: &Event,
+) -> Result<crate::admission::Permit, Verdict> {
+    admission.try_admit(event.tenant()).ok_or_else(|| {
+        shared
+            .recorder()
+            .event(event, Outcome::Rejected, "at-capacity");
+        Verdict::AtCapacity
+    })
+}
+
 async fn admit(
     shared: &Arc<Shared>,
     adapter: &Arc<dyn PlatformAdapter>,
@@ -230,35 +245,22 @@ async fn admit(
             EventKind::SlashCommand(_) | EventKind::ModalSubmit(_) | EventKind::ModalClose(_)
         );
     let deferred = admitted && !inline;
-    // A handler that will run inside its request holds an inline place for
-    // as long as this delivery is handled.
-    let _inline_place = if deferred {
-        None
-    } else {
-        match shared.inline().try_admit(event.tenant()) {
-            Some(p) => Some(p),
-            None => {
-                shared
-                    .recorder()
-                    .event(event, Outcome::Rejected, "at-capacity");
-                return Verdict::AtCapacity;
-            }
-        }
-    };
     // Admission comes before any state is touched: a refused delivery is not
-    // marked, so the platform's retry is new.
-    let permit = if admitted {
-        match shared.admission().try_admit(event.tenant()) {
-            Some(p) => Some(p),
-            None => {
-                shared
-                    .recorder()
-                    .event(event, Outcome::Rejected, "at-capacity");
-                return Verdict::AtCapacity;
-            }
-        }
-    } else {
-        None
+    // marked, so the platform's retry is new. A handler that will run inside
+    // its request also holds an inline place for as long as this delivery is
+    // handled.
+    let places = (|| {
+        let inline = (!deferred)
+            .then(|| place(shared, shared.inline(), event))
+            .transpose()?;
+        let detached = admitted
+            .then(|| place(shared, shared.admission(), event))
+            .transpose()?;
+        Ok((inline, detached))
+    })();
+    let (_inline_place, permit) = match places {
+        Ok(places) => places,
+        Err(verdict) => return verdict,
     };
     let concurrency = if serialized {
         shared.options().concurrency
