@@ -71,6 +71,24 @@ impl Replica {
             .is_ok_and(|stopped| stopped.status.success())
     }
 
+    /// Its process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.bot.as_ref().map(EchoBot::pid)
+    }
+
+    /// Open file descriptors and resident memory (KiB), from `/proc`.
+    pub fn usage(&self) -> Option<(usize, u64)> {
+        let pid = self.pid()?;
+        let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let rss = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())?;
+        Some((fds, rss))
+    }
+
     /// Whether the process is running.
     pub fn alive(&self) -> bool {
         self.bot.is_some()

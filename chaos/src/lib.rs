@@ -22,3 +22,4 @@ pub mod ledger;
 pub mod proxy;
 pub mod scenario;
 pub mod sender;
+pub mod slow_clients;

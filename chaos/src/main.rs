@@ -104,6 +104,48 @@ async fn main() -> ExitCode {
             }
         }
     }
+    if only.as_deref().is_none_or(|o| o == "slow-clients") {
+        match chaos::slow_clients::run(&bin, &work, quick).await {
+            Ok((breaches, f)) => {
+                let fds: Vec<String> = f
+                    .fds
+                    .iter()
+                    .map(|(b, p, a)| format!("{b}/{p}/{a}"))
+                    .collect();
+                let rss: Vec<String> = f
+                    .rss_mib
+                    .iter()
+                    .map(|(b, p)| format!("{b:.0}/{p:.0}"))
+                    .collect();
+                println!(
+                    "{:<20} {} slow-header, {} slow-body, {} chunk-bomb clients; real deliveries {}/{} acked < 3 s (p50 {:.1} ms, p99 {:.1} ms); attacker connections closed {}; bombs refused {}; FDs before/peak/after {}; RSS MiB before/peak {}  {}",
+                    "slow-clients",
+                    f.attackers.0,
+                    f.attackers.1,
+                    f.attackers.2,
+                    f.answered,
+                    60,
+                    f.p50_ms,
+                    f.p99_ms,
+                    f.closed,
+                    f.bombs_refused,
+                    fds.join(" "),
+                    rss.join(" "),
+                    if breaches.is_empty() { "ok" } else { "BREACH" }
+                );
+                if !breaches.is_empty() {
+                    failed = true;
+                    for b in breaches {
+                        println!("    breach: {b}");
+                    }
+                }
+            }
+            Err(e) => {
+                failed = true;
+                println!("{:<20} harness error: {e}", "slow-clients");
+            }
+        }
+    }
     let _ = std::fs::remove_dir_all(&work);
     println!(
         "\nanswrd: events answered in the fake Slack (each once); overlap: longest overlap of two runs on one thread (ms), clean/with a preempted run; conc: most runs at once on one replica"
