@@ -121,8 +121,8 @@ use chat_testkit::signed::SlackDeliveries;
 const SECRET: &str = "first-day-signing-secret";
 
 #[test]
-fn the_binary_answers_a_signed_delivery_and_stops_on_sigterm() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+fn the_binary_answers_a_signed_delivery_and_stops_on_sigterm() -> Result<(), Box<dyn std::error::Error>> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_first-day-bot"))
         .env("SLACK_SIGNING_SECRET", SECRET)
         .env("SLACK_BOT_TOKEN", "xoxb-first-day")
@@ -131,7 +131,7 @@ fn the_binary_answers_a_signed_delivery_and_stops_on_sigterm() {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
+        ?;
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut stream = loop {
         match TcpStream::connect(("127.0.0.1", port)) {
@@ -139,7 +139,7 @@ fn the_binary_answers_a_signed_delivery_and_stops_on_sigterm() {
             Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
             Err(e) => {
                 let _ = child.kill();
-                panic!("the bot never listened on {port}: {e}");
+                return Err(format!("the bot never listened on {port}: {e}").into());
             }
         }
     };
@@ -147,27 +147,28 @@ fn the_binary_answers_a_signed_delivery_and_stops_on_sigterm() {
     let request = SlackDeliveries::new(SECRET).event(&body);
     let mut raw = format!("POST {} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\ncontent-length: {}\r\n", request.uri(), request.body().len());
     for (name, value) in request.headers() {
-        raw.push_str(&format!("{name}: {}\r\n", value.to_str().unwrap()));
+        raw.push_str(&format!("{name}: {}\r\n", value.to_str()?));
     }
     raw.push_str("\r\n");
-    stream.write_all(raw.as_bytes()).unwrap();
-    stream.write_all(request.body()).unwrap();
+    stream.write_all(raw.as_bytes())?;
+    stream.write_all(request.body())?;
     let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
+    stream.read_to_string(&mut answer)?;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("first-day-challenge"), "{answer}");
 
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status()?;
     assert!(status.success());
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if let Some(exit) = child.try_wait().unwrap() {
+        if let Some(exit) = child.try_wait()? {
             assert!(exit.success(), "exited with {exit}");
             break;
         }
         assert!(Instant::now() < deadline, "no exit within 20 s of SIGTERM");
         std::thread::sleep(Duration::from_millis(50));
     }
+    Ok(())
 }
 "#;
 
