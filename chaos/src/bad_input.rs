@@ -95,22 +95,11 @@ pub async fn run(bin: &Path, work: &Path) -> Result<Vec<String>, String> {
     std::fs::create_dir_all(&ledger_dir).map_err(|e| e.to_string())?;
     let redis = Redis::start().map_err(|e| format!("redis: {e}"))?;
     let prefix = "chaos-bad-input";
-    let env: Vec<(String, String)> = [
-        ("SLACK_SIGNING_SECRET", SECRET.to_owned()),
-        ("SLACK_BOT_TOKEN", "xoxb-chaos".to_owned()),
-        ("SLACK_BOT_USER_ID", sender::BOT.to_owned()),
-        ("SLACK_API_URL", "http://127.0.0.1:9/api".to_owned()),
-        ("REDIS_URL", redis.url()),
-        ("REDIS_PREFIX", prefix.to_owned()),
-        ("CHAT_DISPATCH", "deferred".to_owned()),
-        (
-            "ECHO_LEDGER",
-            ledger_dir.join("r0.jsonl").display().to_string(),
-        ),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
+    let mut env = crate::cluster::door_env(&redis.url(), prefix);
+    env.push((
+        "ECHO_LEDGER".to_owned(),
+        ledger_dir.join("r0.jsonl").display().to_string(),
+    ));
     let mut replica = Replica::start(bin, "r0", &env)
         .await
         .map_err(|e| e.to_string())?;

@@ -18,6 +18,24 @@ pub fn free_port() -> std::io::Result<u16> {
 /// restart. Its calls block briefly; the harness runs on a multi-threaded runtime.
 pub use chat_test_redis::RedisServer as Redis;
 
+/// The environment of a replica that answers signed Slack deliveries on Redis
+/// at `redis_url` under `prefix`, with deferred dispatch and a Web API that
+/// does not answer (the scenarios that use it look at acknowledgements only).
+pub fn door_env(redis_url: &str, prefix: &str) -> Vec<(String, String)> {
+    [
+        ("SLACK_SIGNING_SECRET", crate::sender::SECRET),
+        ("SLACK_BOT_TOKEN", "xoxb-chaos"),
+        ("SLACK_BOT_USER_ID", crate::sender::BOT),
+        ("SLACK_API_URL", "http://127.0.0.1:9/api"),
+        ("REDIS_URL", redis_url),
+        ("REDIS_PREFIX", prefix),
+        ("CHAT_DISPATCH", "deferred"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
 /// One echo-bot replica, started and stopped by `examples`'s process driver.
 #[derive(Debug)]
 pub struct Replica {

@@ -105,7 +105,7 @@ async fn main() -> ExitCode {
         }
     }
     if only.as_deref().is_none_or(|o| o == "slow-clients") {
-        match chaos::slow_clients::run(&bin, &work, quick).await {
+        match chaos::slow_clients::run(&bin, quick).await {
             Ok((breaches, f)) => {
                 let fds: Vec<String> = f
                     .fds

@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::cluster::{Redis, Replica};
-use crate::sender::{self, SECRET, Sender};
+use crate::sender::{self, Sender};
 
 /// How many of each attacker, full run (quick: a tenth).
 const SLOW_HEADERS: usize = 2000;
@@ -43,31 +43,18 @@ pub struct Figures {
 }
 
 /// Runs the scenario; `Ok((breaches, figures))`, `Err` for a harness failure.
-pub async fn run(bin: &Path, work: &Path, quick: bool) -> Result<(Vec<String>, Figures), String> {
+pub async fn run(bin: &Path, quick: bool) -> Result<(Vec<String>, Figures), String> {
     let scale = if quick { 10 } else { 1 };
     let (n_headers, n_bodies, n_bombs) = (
         SLOW_HEADERS / scale,
         SLOW_BODIES / scale,
         CHUNK_BOMBS / scale,
     );
-    let dir = work.join("slow-clients");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let redis = Redis::start().map_err(|e| format!("redis: {e}"))?;
     let mut replicas = Vec::new();
     for i in 0..3 {
         let name = format!("r{i}");
-        let env: Vec<(String, String)> = [
-            ("SLACK_SIGNING_SECRET", SECRET.to_owned()),
-            ("SLACK_BOT_TOKEN", "xoxb-chaos".to_owned()),
-            ("SLACK_BOT_USER_ID", sender::BOT.to_owned()),
-            ("SLACK_API_URL", "http://127.0.0.1:9/api".to_owned()),
-            ("REDIS_URL", redis.url()),
-            ("REDIS_PREFIX", "chaos-slow-clients".to_owned()),
-            ("CHAT_DISPATCH", "deferred".to_owned()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
+        let env = crate::cluster::door_env(&redis.url(), "chaos-slow-clients");
         replicas.push(
             Replica::start(bin, &name, &env)
                 .await
