@@ -19,6 +19,7 @@
 pub mod bad_input;
 pub mod cluster;
 pub mod ledger;
+pub mod many_threads;
 pub mod proxy;
 pub mod scenario;
 pub mod sender;

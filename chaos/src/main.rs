@@ -94,9 +94,7 @@ async fn main() -> ExitCode {
             Ok(breaches) => {
                 failed = true;
                 println!("{:<20} BREACH", "bad-input");
-                for b in breaches {
-                    println!("    breach: {b}");
-                }
+                print_breaches(&breaches);
             }
             Err(e) => {
                 failed = true;
@@ -133,16 +131,58 @@ async fn main() -> ExitCode {
                     rss.join(" "),
                     if breaches.is_empty() { "ok" } else { "BREACH" }
                 );
-                if !breaches.is_empty() {
-                    failed = true;
-                    for b in breaches {
-                        println!("    breach: {b}");
-                    }
-                }
+                failed |= print_breaches(&breaches);
             }
             Err(e) => {
                 failed = true;
                 println!("{:<20} harness error: {e}", "slow-clients");
+            }
+        }
+    }
+    if only.as_deref().is_none_or(|o| o == "many-threads") {
+        match chaos::many_threads::run(&bin, quick).await {
+            Ok((breaches, f)) => {
+                let rss: Vec<String> = f
+                    .rss_mib
+                    .iter()
+                    .map(|(b, a)| format!("{b:.0}/{a:.0}"))
+                    .collect();
+                println!(
+                    "{:<20} {} mentions in distinct threads at {:.0}/s: acked < 3 s {}, answered {} (p50 {:.1} ms, p99 {:.1} ms); subscriptions {} (without TTL {}), left after their TTL {}; Redis keys before/after/after TTL {}/{}/{}; Redis bytes per delivery {:.0}, after the TTL {:.0}; RSS MiB before/after {}  {}",
+                    "many-threads",
+                    f.threads,
+                    f.rate,
+                    f.acked,
+                    f.answered,
+                    f.p50_ms,
+                    f.p99_ms,
+                    f.subscriptions.0,
+                    f.subscriptions.1,
+                    f.subscriptions_left,
+                    f.keys.0,
+                    f.keys.1,
+                    f.keys.2,
+                    f.bytes_per_delivery(),
+                    f.bytes_left_per_delivery(),
+                    rss.join(" "),
+                    if breaches.is_empty() { "ok" } else { "BREACH" }
+                );
+                let census = |c: &[chaos::many_threads::Kind]| {
+                    c.iter()
+                        .map(|k| format!("{} {} ({} without TTL)", k.kind, k.keys, k.immortal))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                println!("    keys after the flood: {}", census(&f.census_after));
+                println!(
+                    "    keys after the subscription TTL: {}",
+                    census(&f.census_later)
+                );
+                failed |= print_breaches(&breaches);
+            }
+            Err(e) => {
+                failed = true;
+                println!("{:<20} harness error: {e}", "many-threads");
             }
         }
     }
@@ -157,4 +197,12 @@ async fn main() -> ExitCode {
         println!("chaos: every invariant held");
         ExitCode::SUCCESS
     }
+}
+
+/// Prints each breach; whether there was any.
+fn print_breaches(breaches: &[String]) -> bool {
+    for b in breaches {
+        println!("    breach: {b}");
+    }
+    !breaches.is_empty()
 }

@@ -38,7 +38,17 @@ pub enum Resolution {
     /// a lifecycle event (uninstall) the adapter handled itself.
     Ignored {
         /// A stable reason for logs and outcome observers
-        /// (`unknown-installation`, `own-message`, `app-uninstalled`).
+        /// (`unknown-installation`, `own-message`, `user-tokens-revoked`).
+        reason: &'static str,
+    },
+    /// The event's tenant removed the app (an uninstall, a revoked bot
+    /// token): the adapter deleted the installation. The runtime
+    /// acknowledges, records the delivery as ignored with `reason`, and
+    /// removes the tenant's subscriptions in the background
+    /// ([`StateBackend::unsubscribe_tenant`](crate::StateBackend::unsubscribe_tenant)).
+    Uninstalled {
+        /// A stable reason (`app-uninstalled`, `tokens-revoked`,
+        /// `app-revoked`).
         reason: &'static str,
     },
 }

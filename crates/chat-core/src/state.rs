@@ -67,7 +67,7 @@ use rand::RngCore;
 use crate::concurrency::Concurrency;
 use crate::error::StateError;
 use crate::event::Event;
-use crate::id::{DedupeKey, EventId, ScopeKey, ThreadRef};
+use crate::id::{DedupeKey, EventId, Platform, ScopeKey, TenantId, ThreadRef};
 
 /// Whether an event needs its thread to be subscribed before it is admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -726,6 +726,23 @@ pub trait StateBackend: Send + Sync + 'static {
     /// Whether the thread is subscribed.
     async fn is_subscribed(&self, thread: &ThreadRef) -> Result<bool, StateError>;
 
+    /// Removes every subscription of one tenant of one platform — after the
+    /// tenant removed the app (Slack `app_uninstalled`, Linear `OAuthApp`
+    /// revoked), so an uninstalled workspace holds no state for the
+    /// subscription TTL. Returns how many subscriptions it removed.
+    ///
+    /// Not atomic: it walks the store (every node of a cluster, never with a
+    /// blocking full-keyspace command) and may run as long as the number of
+    /// the tenant's keys says; the runtime calls it in the background. A
+    /// subscription made while it runs may survive it. Other tenants'
+    /// subscriptions, and every other record (dedupe marks expire on their
+    /// own; leases and waiting work finish or expire), are untouched.
+    async fn unsubscribe_tenant(
+        &self,
+        platform: Platform,
+        tenant: &TenantId,
+    ) -> Result<u64, StateError>;
+
     /// Whether the backend answers.
     async fn health(&self) -> Result<(), StateError>;
 
@@ -791,6 +808,14 @@ impl<T: StateBackend + ?Sized> StateBackend for std::sync::Arc<T> {
 
     async fn is_subscribed(&self, thread: &ThreadRef) -> Result<bool, StateError> {
         (**self).is_subscribed(thread).await
+    }
+
+    async fn unsubscribe_tenant(
+        &self,
+        platform: Platform,
+        tenant: &TenantId,
+    ) -> Result<u64, StateError> {
+        (**self).unsubscribe_tenant(platform, tenant).await
     }
 
     async fn health(&self) -> Result<(), StateError> {

@@ -499,8 +499,18 @@ async fn a_revoked_app_deletes_the_installation_and_own_comments_are_ignored() {
     assert!(w.bot.idle(PATIENCE).await);
     assert_eq!(w.api.calls_of("CommentCreate").len(), 1);
 
+    let org2 = chat_linear::thread::comment_thread("org-2", ISSUE, "c-9");
+    w.bot
+        .state()
+        .subscribe(&org2, chat_core::DEFAULT_SUBSCRIPTION_TTL)
+        .await
+        .unwrap();
     let answer = deliver(&w, &revoked("org-2"), "d-revoked").await;
     assert_eq!(answer.status(), StatusCode::OK);
+    // The revoked organization's subscriptions go, in the background.
+    assert!(w.bot.idle(PATIENCE).await);
+    assert!(!w.bot.state().is_subscribed(&org2).await.unwrap());
+    assert!(w.bot.state().is_subscribed(&thread).await.unwrap());
     assert!(
         w.store
             .get(Platform::LINEAR, &"org-2".into())

@@ -66,6 +66,24 @@ fn log_rejected(shared: &Shared, adapter: &dyn PlatformAdapter, e: &chat_core::W
     }
 }
 
+/// The tenant removed the app: its subscriptions go, in the background (the
+/// walk may take a while on a large store; the acknowledgement does not wait).
+fn forget_tenant(shared: &Arc<Shared>, event: &chat_core::Event) {
+    let state = shared.state().clone();
+    let platform = event.platform();
+    let tenant = event.thread.tenant.clone();
+    shared.tracker().spawn(async move {
+        match state.unsubscribe_tenant(platform, &tenant).await {
+            Ok(removed) => {
+                tracing::info!(name: "tenant-unsubscribed", platform = %platform, tenant = %tenant, removed);
+            }
+            Err(e) => {
+                tracing::warn!(name: "tenant-unsubscribe-failed", platform = %platform, tenant = %tenant, error = %e, "removing an uninstalled tenant's subscriptions failed; they expire with their TTL");
+            }
+        }
+    });
+}
+
 async fn deliver(
     shared: &Arc<Shared>,
     adapter: &Arc<dyn PlatformAdapter>,
@@ -100,6 +118,12 @@ async fn deliver(
             Ok(Resolution::Ignored { reason }) => {
                 tracing::debug!(name: "message-ignored", adapter = adapter.name(), reason);
                 shared.recorder().event(&event, Outcome::Ignored, reason);
+                return adapter.respond(Some(&event), &Verdict::Ignored);
+            }
+            Ok(Resolution::Uninstalled { reason }) => {
+                tracing::info!(name: "app-uninstalled", adapter = adapter.name(), tenant = %event.tenant(), reason);
+                shared.recorder().event(&event, Outcome::Ignored, reason);
+                forget_tenant(shared, &event);
                 return adapter.respond(Some(&event), &Verdict::Ignored);
             }
             Ok(_) => {

@@ -538,14 +538,14 @@ impl PlatformAdapter for SlackAdapter {
                 "app_uninstalled" => {
                     let removed = store.delete(Platform::SLACK, &tenant).await?;
                     tracing::info!(tenant = %tenant, removed, "slack: app uninstalled; installation deleted");
-                    return Ok(Resolution::Ignored {
+                    return Ok(Resolution::Uninstalled {
                         reason: "app-uninstalled",
                     });
                 }
                 "tokens_revoked" if revokes_bot_token(&other.data) => {
                     let removed = store.delete(Platform::SLACK, &tenant).await?;
                     tracing::info!(tenant = %tenant, removed, "slack: bot token revoked; installation deleted");
-                    return Ok(Resolution::Ignored {
+                    return Ok(Resolution::Uninstalled {
                         reason: "tokens-revoked",
                     });
                 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use chat_core::{InstallationStore, KvStore, Platform, TenantId};
+use chat_core::{InstallationStore, KvStore, Platform, StateBackend, TenantId, ThreadRef};
 use chat_installations::{EncryptionKey, KeyRing, KvInstallations, MemoryInstallations};
 use chat_runtime::{
     Bot, BoxError, Concurrency, Ctx, Dispatch, Event, Outcome, OutcomeRecord, RuntimeOptions,
@@ -405,6 +405,13 @@ async fn uninstalls_and_revoked_bot_tokens_delete_the_installation() {
     let w = world().await;
     install(&w, "T1").await;
     install(&w, "T2").await;
+    let thread = |tenant: &str| ThreadRef::new(Platform::SLACK, tenant, "C1", TS);
+    for tenant in ["T1", "T2", "T3"] {
+        w.state
+            .subscribe(&thread(tenant), Duration::from_secs(3600))
+            .await
+            .unwrap();
+    }
 
     // Revoked user tokens leave the bot installed.
     let users_only = envelope(
@@ -448,6 +455,12 @@ async fn uninstalls_and_revoked_bot_tokens_delete_the_installation() {
             .unwrap()
             .is_none()
     );
+
+    // Their subscriptions went with them, in the background; others stay.
+    assert!(w.bot.idle(PATIENCE).await);
+    assert!(!w.state.is_subscribed(&thread("T1")).await.unwrap());
+    assert!(!w.state.is_subscribed(&thread("T2")).await.unwrap());
+    assert!(w.state.is_subscribed(&thread("T3")).await.unwrap());
 
     // Later deliveries from those workspaces are ignored, not answered.
     deliver(&w, &mention("T1", "EvAfter1", TS)).await;

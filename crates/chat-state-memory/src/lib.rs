@@ -56,8 +56,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
     Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, Handoff, KvStore, Lease,
-    LeaseToken, Recovered, Release, Renewal, ScopeKey, ScopeTag, SetMode, SlotGrant, StateBackend,
-    StateError, ThreadRef,
+    LeaseToken, Platform, Recovered, Release, Renewal, ScopeKey, ScopeTag, SetMode, SlotGrant,
+    StateBackend, StateError, TenantId, ThreadRef,
 };
 use tokio::time::Instant;
 
@@ -234,6 +234,20 @@ impl StateBackend for MemoryState {
         Ok(self
             .shard(scope.tag())
             .is_subscribed(thread, Instant::now()))
+    }
+
+    async fn unsubscribe_tenant(
+        &self,
+        platform: Platform,
+        tenant: &TenantId,
+    ) -> Result<u64, StateError> {
+        let now = Instant::now();
+        let mut removed = 0;
+        // One shard at a time: admissions elsewhere go on meanwhile.
+        for shard in &self.shards {
+            removed += lock(shard).unsubscribe_tenant(platform, tenant, now);
+        }
+        Ok(removed)
     }
 
     async fn health(&self) -> Result<(), StateError> {

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use chat_core::{
     Admission, AdmitRequest, CancelOutcome, CancelRequest, Concurrency, Decision, DedupeKey, Gate,
-    Handoff, Lease, LeaseToken, Recovered, Release, Renewal, ScopeKey, ScopeTag, SlotGrant,
-    StateError, ThreadRef,
+    Handoff, Lease, LeaseToken, Platform, Recovered, Release, Renewal, ScopeKey, ScopeTag,
+    SlotGrant, StateError, TenantId, ThreadRef,
 };
 use tokio::time::Instant;
 
@@ -214,6 +214,24 @@ impl Shard {
         self.subscriptions
             .remove(thread)
             .is_some_and(|until| until > now)
+    }
+
+    /// Removes every subscription of `tenant`; how many were live.
+    pub(crate) fn unsubscribe_tenant(
+        &mut self,
+        platform: Platform,
+        tenant: &TenantId,
+        now: Instant,
+    ) -> u64 {
+        let mut removed = 0;
+        self.subscriptions.retain(|thread, until| {
+            let theirs = thread.platform == platform && thread.tenant == *tenant;
+            if theirs && *until > now {
+                removed += 1;
+            }
+            !theirs
+        });
+        removed
     }
 
     /// Whether `thread` is subscribed at `now`.

@@ -13,7 +13,7 @@
 
 use std::fmt::Write as _;
 
-use chat_core::{DedupeKey, ScopeKey, ScopePart, ScopeTag, ThreadRef};
+use chat_core::{DedupeKey, Platform, ScopeKey, ScopePart, ScopeTag, TenantId, ThreadRef};
 
 /// Hash-tag buckets. Each holds a fence counter and an orphan index, and a
 /// sweep reads every bucket's index. Changing it moves every key: a store must
@@ -71,6 +71,43 @@ impl Keys {
         self.tag(scope.tag())
     }
 
+    /// A `SCAN MATCH` pattern for every key of every tag of one tenant.
+    pub(crate) fn tenant_pattern(&self, platform: Platform, tenant: &TenantId) -> String {
+        let mut escaped = String::new();
+        escape_into(&mut escaped, tenant.as_str());
+        let mut out = String::new();
+        glob_escape_into(&mut out, &self.prefix);
+        out.push_str(":{???}:");
+        glob_escape_into(&mut out, platform.as_str());
+        out.push(':');
+        glob_escape_into(&mut out, &escaped);
+        out.push_str(":*");
+        out
+    }
+
+    /// Whether `key`, matched by [`tenant_pattern`](Self::tenant_pattern), is a
+    /// subscription.
+    pub(crate) fn is_subscription(&self, platform: Platform, tenant: &TenantId, key: &str) -> bool {
+        let mut escaped = String::new();
+        escape_into(&mut escaped, tenant.as_str());
+        // {prefix}:{bbb}:{platform}:{tenant}:{channel}:sub:{thread}
+        let Some(rest) = key
+            .strip_prefix(self.prefix.as_str())
+            .and_then(|r| r.strip_prefix(":{"))
+            .and_then(|r| r.get(3..))
+            .and_then(|r| r.strip_prefix("}:"))
+            .and_then(|r| r.strip_prefix(platform.as_str()))
+            .and_then(|r| r.strip_prefix(':'))
+            .and_then(|r| r.strip_prefix(escaped.as_str()))
+            .and_then(|r| r.strip_prefix(':'))
+        else {
+            return false;
+        };
+        // The channel is escaped: its end is the first `:`.
+        rest.split_once(':')
+            .is_some_and(|(_, kind)| kind.starts_with("sub:"))
+    }
+
     /// An adapter KV entry. Each is one key on its own, read and written by
     /// single commands.
     pub(crate) fn kv(&self, key: &str) -> String {
@@ -104,7 +141,7 @@ impl TagKeys {
         format!("{}:dedupe:{}", self.base, key.as_str())
     }
 
-    /// The subscription of a thread of this tag (string, no TTL).
+    /// The subscription of a thread of this tag (string, PX subscription TTL).
     pub(crate) fn subscription(&self, thread: &str) -> String {
         format!("{}:sub:{thread}", self.base)
     }
@@ -226,9 +263,18 @@ fn escape_into(out: &mut String, s: &str) {
     }
 }
 
+/// Escapes the characters `SCAN MATCH` reads as a pattern.
+fn glob_escape_into(out: &mut String, s: &str) {
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+}
+
 /// The hash tag of a key: what Redis Cluster hashes (the text between the first
 /// `{` and the next `}`, when not empty).
-#[cfg(test)]
 pub(crate) fn hash_tag(key: &str) -> &str {
     if let Some(open) = key.find('{')
         && let Some(len) = key[open + 1..].find('}')
@@ -247,6 +293,34 @@ mod tests {
 
     fn thread(tenant: &str, channel: &str, thread: &str) -> ThreadRef {
         ThreadRef::new(Platform::SLACK, tenant, channel, thread)
+    }
+
+    #[test]
+    fn a_tenants_subscriptions_are_told_from_its_other_keys() {
+        let keys = Keys::new("p");
+        let tenant = TenantId::new("T1");
+        let t = thread("T1", "C:1", "1.2");
+        let tag = keys.thread(&t);
+        let sub = tag.subscription(&t.thread);
+        assert!(keys.is_subscription(Platform::SLACK, &tenant, &sub));
+        // Another kind of the same tenant, even one whose rest reads `:sub:`.
+        let odd = thread("T1", "C1", "x:sub:y");
+        let queue = keys.scope(&odd.thread_scope()).queue;
+        assert!(!keys.is_subscription(Platform::SLACK, &tenant, &queue));
+        let mark = tag.dedupe(&chat_core::DedupeKey::new("e:sub:1"));
+        assert!(!keys.is_subscription(Platform::SLACK, &tenant, &mark));
+        // A tenant whose id starts with this one's, and another platform.
+        let longer = thread("T10", "C1", "1.2");
+        let other = keys.thread(&longer).subscription(&longer.thread);
+        assert!(!keys.is_subscription(Platform::SLACK, &tenant, &other));
+        assert!(!keys.is_subscription(Platform::LINEAR, &tenant, &sub));
+    }
+
+    #[test]
+    fn the_tenant_pattern_escapes_glob_characters() {
+        let keys = Keys::new("p*");
+        let pattern = keys.tenant_pattern(Platform::SLACK, &TenantId::new("T[1]:?"));
+        assert_eq!(pattern, "p\\*:{???}:slack:T\\[1\\]%3A\\?:*");
     }
 
     #[test]

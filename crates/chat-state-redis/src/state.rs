@@ -8,16 +8,17 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
     Admission, AdmitRequest, CancelOutcome, CancelRequest, Concurrency, Decision, DedupeKey,
-    DropReason, Gate, Handoff, KvStore, Lease, LeaseKind, LeaseToken, OnFull, Recovered, Release,
-    Renewal, ScopeKey, SetMode, SlotGrant, StateBackend, StateError, ThreadRef,
+    DropReason, Gate, Handoff, KvStore, Lease, LeaseKind, LeaseToken, OnFull, Platform, Recovered,
+    Release, Renewal, ScopeKey, SetMode, SlotGrant, StateBackend, StateError, TenantId, ThreadRef,
 };
 use futures_util::future::join_all;
 use redis::aio::ConnectionLike;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, FromRedisValue, ScriptInvocation, Value};
 
 use crate::builder::RedisStateBuilder;
 use crate::error::{bad_reply, breaks_connection, from_pool, from_redis};
-use crate::keys::{BUCKETS, Keys, ScopeKeys};
+use crate::keys::{BUCKETS, Keys, ScopeKeys, hash_tag};
 use crate::pool::{Conn, Pools};
 use crate::reply::{Reply, encode_event, ms};
 use crate::scripts::Scripts;
@@ -100,6 +101,66 @@ impl RedisState {
         .await
     }
 
+    /// The address of every master of a cluster (`None` for one server).
+    async fn masters(&self) -> Result<Option<Vec<(String, u16)>>, StateError> {
+        if !self.pools.is_cluster() {
+            return Ok(None);
+        }
+        let slots: Value = self
+            .on_node(None, redis::cmd("CLUSTER").arg("SLOTS").clone())
+            .await?;
+        let mut masters = Vec::new();
+        let Value::Array(ranges) = slots else {
+            return Err(bad_reply("CLUSTER SLOTS: not an array"));
+        };
+        for range in ranges {
+            // [start, end, [host, port, id, …], replicas…]
+            let master = match range {
+                Value::Array(parts) => parts.into_iter().nth(2),
+                _ => None,
+            };
+            let Some(Value::Array(node)) = master else {
+                return Err(bad_reply("CLUSTER SLOTS: no master"));
+            };
+            let mut node = node.into_iter();
+            let host = node.next().and_then(|v| String::from_redis_value(v).ok());
+            let port = node.next().and_then(|v| u16::from_redis_value(v).ok());
+            let (Some(host), Some(port)) = (host, port) else {
+                return Err(bad_reply("CLUSTER SLOTS: bad master address"));
+            };
+            if !masters.contains(&(host.clone(), port)) {
+                masters.push((host, port));
+            }
+        }
+        Ok(Some(masters))
+    }
+
+    /// A command on one cluster node (or anywhere: `None`, or one server).
+    async fn on_node<T: FromRedisValue + Send>(
+        &self,
+        node: Option<&(String, u16)>,
+        cmd: Cmd,
+    ) -> Result<T, StateError> {
+        let timeout = self.timeout;
+        within(timeout, async {
+            let mut conn = self.conn(timeout).await?;
+            let r = match (&mut conn, node) {
+                (Conn::Cluster(c), Some((host, port))) => {
+                    let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                        host: host.clone(),
+                        port: *port,
+                    });
+                    c.route_command(cmd, routing)
+                        .await
+                        .and_then(|v| T::from_redis_value(v).map_err(redis::RedisError::from))
+                }
+                (c, _) => cmd.query_async::<T>(c).await,
+            };
+            settle(conn, r, timeout)
+        })
+        .await
+    }
+
     /// Phase one of a sweep: the scopes of every bucket whose lease (or one of
     /// whose slots) lapsed, by the indexes' scores against the server's clock,
     /// while work needs a holder.
@@ -121,6 +182,10 @@ impl RedisState {
         .await
     }
 }
+
+/// Keys a `SCAN` step looks at: a step stays short, the walk needs few
+/// round trips.
+const SCAN_COUNT: u64 = 1000;
 
 /// Runs `call` within `timeout`.
 async fn within<T>(
@@ -645,6 +710,49 @@ impl StateBackend for RedisState {
         let key = self.keys.thread(thread).subscription(&thread.thread);
         let n: i64 = self.query(redis::cmd("EXISTS").arg(key)).await?;
         Ok(n > 0)
+    }
+
+    async fn unsubscribe_tenant(
+        &self,
+        platform: Platform,
+        tenant: &TenantId,
+    ) -> Result<u64, StateError> {
+        let nodes = match self.masters().await? {
+            None => vec![None],
+            Some(masters) => masters.into_iter().map(Some).collect(),
+        };
+        let pattern = self.keys.tenant_pattern(platform, tenant);
+        let mut removed = 0;
+        for node in nodes {
+            let mut cursor = 0_u64;
+            loop {
+                let mut scan = redis::cmd("SCAN");
+                scan.arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(SCAN_COUNT);
+                let (next, found): (u64, Vec<String>) = self.on_node(node.as_ref(), scan).await?;
+                // One UNLINK per hash tag: a cluster refuses a command whose
+                // keys live in different slots.
+                let mut by_tag: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+                for key in found
+                    .iter()
+                    .filter(|k| self.keys.is_subscription(platform, tenant, k))
+                {
+                    by_tag.entry(hash_tag(key)).or_default().push(key);
+                }
+                for keys in by_tag.values() {
+                    let n: u64 = self.query(redis::cmd("UNLINK").arg(keys)).await?;
+                    removed += n;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(removed)
     }
 
     async fn health(&self) -> Result<(), StateError> {

@@ -244,6 +244,14 @@ impl StateBackend for FaultyState {
         self.inner.is_subscribed(thread).await
     }
 
+    async fn unsubscribe_tenant(
+        &self,
+        platform: chat_core::Platform,
+        tenant: &chat_core::TenantId,
+    ) -> Result<u64, StateError> {
+        self.inner.unsubscribe_tenant(platform, tenant).await
+    }
+
     async fn health(&self) -> Result<(), StateError> {
         self.inner.health().await
     }

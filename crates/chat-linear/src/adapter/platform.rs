@@ -62,7 +62,7 @@ impl PlatformAdapter for LinearAdapter {
         {
             let removed = store.delete(Platform::LINEAR, &tenant).await?;
             tracing::info!(tenant = %tenant, removed, "linear: OAuth app revoked; installation deleted");
-            return Ok(Resolution::Ignored {
+            return Ok(Resolution::Uninstalled {
                 reason: "app-revoked",
             });
         }

@@ -689,6 +689,13 @@ impl StateBackend for Hooked {
     async fn is_subscribed(&self, t: &ThreadRef) -> Result<bool, StateError> {
         self.inner.is_subscribed(t).await
     }
+    async fn unsubscribe_tenant(
+        &self,
+        platform: chat_core::Platform,
+        tenant: &chat_core::TenantId,
+    ) -> Result<u64, StateError> {
+        self.inner.unsubscribe_tenant(platform, tenant).await
+    }
     async fn health(&self) -> Result<(), StateError> {
         self.inner.health().await
     }

@@ -184,6 +184,51 @@ pub async fn subscriptions_are_renewed_by_activity(h: Harness) {
     assert!(!ok("is_subscribed", b.is_subscribed(&t).await));
 }
 
+/// `unsubscribe_tenant` removes every subscription of one tenant — in every
+/// channel, however many — and nothing else: not another tenant's, not the
+/// same tenant id's on another platform, not the tenant's waiting work.
+pub async fn unsubscribing_a_tenant_removes_its_subscriptions_only(h: Harness) {
+    let b = h.backend();
+    let other = h.sibling();
+    let tenant = chat_core::TenantId::new(h.tenant());
+    let mut mine = Vec::new();
+    for i in 0..300 {
+        let channel = if i % 2 == 0 { "C1" } else { "C:2{x}*" };
+        mine.push(h.thread_in(channel, &format!("{i}.0")));
+    }
+    for t in &mine {
+        ok("subscribe", b.subscribe(t, h.t(1000)).await);
+    }
+    let theirs = other.thread("0.0");
+    ok("subscribe", b.subscribe(&theirs, h.t(1000)).await);
+    let same_id = chat_core::ThreadRef::new(chat_core::Platform::SLACK, h.tenant(), "C1", "0.0");
+    ok("subscribe", b.subscribe(&same_id, h.t(1000)).await);
+    // Work of the tenant waits on a scope.
+    let busy = h.thread("busy");
+    let mut lease = expect_run(&h.admit(&busy, "run", Concurrency::queue()).await);
+    h.admit(&busy, "queued", Concurrency::queue()).await;
+
+    let removed = ok(
+        "unsubscribe_tenant",
+        b.unsubscribe_tenant(crate::ScriptedAdapter::PLATFORM, &tenant)
+            .await,
+    );
+    assert_eq!(removed, 300);
+    for t in &mine {
+        assert!(!ok("is_subscribed", b.is_subscribed(t).await), "{t:?}");
+    }
+    assert!(ok("is_subscribed", b.is_subscribed(&theirs).await));
+    assert!(ok("is_subscribed", b.is_subscribed(&same_id).await));
+    let next = crate::harness::expect_handoff_run(h.finish(&mut lease).await);
+    assert_eq!(crate::harness::ids(&next), ["queued"]);
+    let again = ok(
+        "unsubscribe_tenant again",
+        b.unsubscribe_tenant(crate::ScriptedAdapter::PLATFORM, &tenant)
+            .await,
+    );
+    assert_eq!(again, 0);
+}
+
 /// Subscriptions of identical thread ids in two tenants never collide.
 pub async fn subscriptions_are_per_tenant(h: Harness) {
     let other = h.sibling();

@@ -73,6 +73,7 @@ macro_rules! __conformance_cases {
             subscriptions_are_per_tenant,
             subscriptions_expire_after_their_ttl,
             subscriptions_are_renewed_by_activity,
+            unsubscribing_a_tenant_removes_its_subscriptions_only,
             admit_rejects_a_scope_outside_the_events_channel,
             lease_conflict_drops_the_second_event,
             lease_dropped_event_stays_marked,
