@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use crate::card::Card;
 use crate::error::{AdapterError, BoxError, WebhookError};
 use crate::event::Event;
 use crate::id::{EventId, Platform, ScopeKey, ThreadRef};
@@ -123,14 +124,19 @@ impl DefaultLockScope {
     }
 }
 
-/// A message the bot sends.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A message the bot sends: text (plain or Markdown), or a [`Card`] whose
+/// plain-text fallback is the text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct OutboundMessage {
-    /// The text.
+    /// The text; for a card, its plain-text fallback.
     pub text: String,
     /// How the text is marked up.
     pub format: TextFormat,
+    /// The rich content, rendered by the adapter (Slack: Block Kit; Linear:
+    /// Markdown); `text` stands for it where it cannot show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card: Option<Card>,
     /// The reply's identity within its handler run, set by the runtime's thread
     /// handle: adapters use it so a run repeated after a crash does not post
     /// the same reply twice (see [`PlatformAdapter::post`]).
@@ -144,6 +150,18 @@ impl OutboundMessage {
         Self {
             text: text.into(),
             format: TextFormat::Plain,
+            card: None,
+            reply_key: None,
+        }
+    }
+
+    /// A card; its [`fallback_text`](Card::fallback_text) is the message's
+    /// text.
+    pub fn card(card: Card) -> Self {
+        Self {
+            text: card.fallback_text(),
+            format: TextFormat::Plain,
+            card: Some(card),
             reply_key: None,
         }
     }
@@ -153,6 +171,7 @@ impl OutboundMessage {
         Self {
             text: text.into(),
             format: TextFormat::Markdown,
+            card: None,
             reply_key: None,
         }
     }
@@ -194,6 +213,12 @@ impl ReplyKey {
 impl From<&str> for OutboundMessage {
     fn from(s: &str) -> Self {
         Self::text(s)
+    }
+}
+
+impl From<Card> for OutboundMessage {
+    fn from(card: Card) -> Self {
+        Self::card(card)
     }
 }
 

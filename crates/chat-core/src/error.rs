@@ -114,6 +114,11 @@ pub enum AdapterError {
     /// The answer could not be decoded.
     #[error("response could not be decoded")]
     Decode(#[source] BoxError),
+    /// The message breaks the platform's documented limits, found before any
+    /// call (a card with too many blocks, a button label too long, two
+    /// buttons with one action id): what and where.
+    #[error("the message does not fit the platform: {0}")]
+    Invalid(String),
     /// The adapter does not support the operation.
     #[error("operation not supported by this adapter: {0}")]
     Unsupported(&'static str),

@@ -42,6 +42,7 @@
 #![forbid(unsafe_code)]
 
 pub mod adapter;
+pub mod card;
 pub mod clock;
 pub mod concurrency;
 pub mod error;
@@ -55,6 +56,7 @@ pub use adapter::{
     DefaultLockScope, Inbound, MessageRef, OutboundMessage, PlatformAdapter, ReplyKey, Resolution,
     TextFormat, Verdict,
 };
+pub use card::Card;
 pub use clock::{Clock, SystemClock};
 pub use concurrency::{
     BurstMode, BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions, OnFull, QueueOptions,

@@ -166,6 +166,7 @@ mod error;
 mod first;
 pub mod inbound;
 mod json;
+pub mod markdown;
 mod oauth;
 mod operations;
 pub mod payload;

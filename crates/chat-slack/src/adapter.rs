@@ -14,7 +14,7 @@ use chat_core::{
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
-use crate::client::{BotIdentity, DEFAULT_API_BASE_URL, SlackClient};
+use crate::client::{BotIdentity, Content, DEFAULT_API_BASE_URL, SlackClient};
 use crate::error::BuildError;
 use crate::inbound::{self, Context, mentions_user};
 use crate::mrkdwn::markdown_to_mrkdwn;
@@ -466,13 +466,18 @@ fn apply_installation(installation: &Installation, event: &mut Event) -> Resolut
     Resolution::Proceed
 }
 
-/// The text to send for a message: Markdown converted to mrkdwn, anything
-/// else as is.
-fn render(message: &OutboundMessage) -> String {
-    match message.format {
+/// What to send for a message: a card as Block Kit (checked against Slack's
+/// limits) with its fallback text; Markdown converted to mrkdwn; anything else
+/// as is.
+fn render(message: &OutboundMessage) -> Result<Content, AdapterError> {
+    let text = match message.format {
         TextFormat::Markdown => markdown_to_mrkdwn(&message.text),
         _ => message.text.clone(),
-    }
+    };
+    Ok(match &message.card {
+        Some(card) => Content::blocks(text, crate::blocks::render(card)?),
+        None => Content::from(text),
+    })
 }
 
 fn require_channel(channel: &str) -> Result<(), AdapterError> {
@@ -587,7 +592,7 @@ impl PlatformAdapter for SlackAdapter {
         message: &OutboundMessage,
     ) -> Result<MessageRef, AdapterError> {
         require_channel(&thread.channel)?;
-        let text = render(message);
+        let content = render(message)?;
         let thread_ts = Some(thread.thread.as_str()).filter(|t| !t.is_empty());
         let client = self.client_for(&thread.tenant).await?;
         if let (Some(key), Some(ts)) = (&message.reply_key, thread_ts)
@@ -610,10 +615,14 @@ impl PlatformAdapter for SlackAdapter {
             match &message.reply_key {
                 Some(key) => {
                     client
-                        .post_reply(&thread.channel, thread_ts, &text, key)
+                        .post_reply(&thread.channel, thread_ts, content.clone(), key)
                         .await
                 }
-                None => client.post_message(&thread.channel, thread_ts, &text).await,
+                None => {
+                    client
+                        .post_message(&thread.channel, thread_ts, content.clone())
+                        .await
+                }
             }
         };
         let ((), posted) = tokio::join!(self.learn_identity(), post);
@@ -637,7 +646,7 @@ impl PlatformAdapter for SlackAdapter {
         require_channel(&message.thread.channel)?;
         self.client_for(&message.thread.tenant)
             .await?
-            .update_message(&message.thread.channel, &message.id, &render(content))
+            .update_message(&message.thread.channel, &message.id, render(content)?)
             .await
     }
 

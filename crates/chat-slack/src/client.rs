@@ -191,6 +191,55 @@ impl BotIdentity {
 /// The message-metadata event type of a handler run's replies.
 pub const REPLY_EVENT_TYPE: &str = "chat_rs_reply";
 
+/// A message's content for the Web API: its `text` and, for a rich message,
+/// its Block Kit `blocks` (then `text` is the notification fallback).
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Content {
+    /// The text (mrkdwn), or the fallback of the blocks.
+    pub text: String,
+    /// Block Kit blocks.
+    pub blocks: Option<Vec<Value>>,
+}
+
+impl Content {
+    /// Blocks, with `text` as their fallback.
+    pub fn blocks(text: impl Into<String>, blocks: Vec<Value>) -> Self {
+        Self {
+            text: text.into(),
+            blocks: Some(blocks),
+        }
+    }
+
+    fn write_into(&self, body: &mut Value) {
+        body["text"] = json!(self.text);
+        if let Some(blocks) = &self.blocks {
+            body["blocks"] = json!(blocks);
+        }
+    }
+}
+
+impl From<&str> for Content {
+    fn from(text: &str) -> Self {
+        Self {
+            text: text.to_owned(),
+            blocks: None,
+        }
+    }
+}
+
+impl From<String> for Content {
+    fn from(text: String) -> Self {
+        Self { text, blocks: None }
+    }
+}
+
+impl From<&String> for Content {
+    fn from(text: &String) -> Self {
+        Self::from(text.as_str())
+    }
+}
+
 /// A message `chat.postMessage` created.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -404,9 +453,10 @@ impl SlackClient {
         &self,
         channel: &str,
         thread_ts: Option<&str>,
-        text: &str,
+        content: impl Into<Content>,
     ) -> Result<PostedMessage, AdapterError> {
-        self.post_with(channel, thread_ts, text, None).await
+        self.post_with(channel, thread_ts, &content.into(), None)
+            .await
     }
 
     /// Answers an interaction through its `response_url` (a slash command's
@@ -439,7 +489,7 @@ impl SlackClient {
         &self,
         channel: &str,
         thread_ts: Option<&str>,
-        text: &str,
+        content: impl Into<Content>,
         key: &ReplyKey,
     ) -> Result<PostedMessage, AdapterError> {
         let metadata = json!({
@@ -449,7 +499,7 @@ impl SlackClient {
                 "position": key.position,
             },
         });
-        self.post_with(channel, thread_ts, text, Some(metadata))
+        self.post_with(channel, thread_ts, &content.into(), Some(metadata))
             .await
     }
 
@@ -508,10 +558,11 @@ impl SlackClient {
         &self,
         channel: &str,
         thread_ts: Option<&str>,
-        text: &str,
+        content: &Content,
         metadata: Option<Value>,
     ) -> Result<PostedMessage, AdapterError> {
-        let mut body = json!({ "channel": channel, "text": text });
+        let mut body = json!({ "channel": channel });
+        content.write_into(&mut body);
         if let Some(ts) = thread_ts.filter(|t| !t.is_empty()) {
             body["thread_ts"] = json!(ts);
         }
@@ -541,23 +592,25 @@ impl SlackClient {
         channel: &str,
         user: &str,
         thread_ts: Option<&str>,
-        text: &str,
+        content: impl Into<Content>,
     ) -> Result<(), AdapterError> {
-        let mut body = json!({ "channel": channel, "user": user, "text": text });
+        let mut body = json!({ "channel": channel, "user": user });
+        content.into().write_into(&mut body);
         if let Some(ts) = thread_ts.filter(|t| !t.is_empty()) {
             body["thread_ts"] = json!(ts);
         }
         self.call("chat.postEphemeral", &body).await.map(drop)
     }
 
-    /// `chat.update`: replaces the text of the bot's message `ts`.
+    /// `chat.update`: replaces the content of the bot's message `ts`.
     pub async fn update_message(
         &self,
         channel: &str,
         ts: &str,
-        text: &str,
+        content: impl Into<Content>,
     ) -> Result<(), AdapterError> {
-        let body = json!({ "channel": channel, "ts": ts, "text": text });
+        let mut body = json!({ "channel": channel, "ts": ts });
+        content.into().write_into(&mut body);
         self.call("chat.update", &body).await.map(drop)
     }
 

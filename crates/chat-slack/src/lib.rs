@@ -218,6 +218,7 @@
 #![forbid(unsafe_code)]
 
 mod adapter;
+pub mod blocks;
 mod client;
 mod error;
 mod inbound;
@@ -230,7 +231,7 @@ pub use adapter::{SlackAdapter, SlackAdapterBuilder};
 pub use chat_core::{Clock, SystemClock};
 pub use chat_installations::oauth::{OAuthBuildError, OAuthError, StateRefusal};
 pub use client::{
-    BotIdentity, DEFAULT_API_BASE_URL, PostedMessage, REPLY_EVENT_TYPE, SlackClient,
+    BotIdentity, Content, DEFAULT_API_BASE_URL, PostedMessage, REPLY_EVENT_TYPE, SlackClient,
     SlackClientBuilder,
 };
 pub use error::BuildError;

@@ -125,7 +125,7 @@ impl PlatformAdapter for LinearAdapter {
         let id = keyed.map(|(id, _)| id);
         let id = match target {
             LinearThread::AgentSession { session_id } => {
-                let mut activity = Activity::response(message.text.as_str());
+                let mut activity = Activity::response(body(message).as_str());
                 if let Some(id) = id {
                     activity = activity.id(id);
                 }
@@ -140,7 +140,7 @@ impl PlatformAdapter for LinearAdapter {
                     Some(&thread.tenant),
                     issue_id,
                     Some(root_comment_id),
-                    &message.text,
+                    &body(message),
                     id,
                 )
                 .await?
@@ -162,7 +162,7 @@ impl PlatformAdapter for LinearAdapter {
             LinearThread::Comment { .. } => self
                 .execute(
                     Some(&message.thread.tenant),
-                    &operations::comment_update(&message.id, &content.text),
+                    &operations::comment_update(&message.id, &body(content)),
                 )
                 .await
                 .map(drop),
@@ -309,4 +309,13 @@ fn reply_id(thread: &ThreadRef, key: &chat_core::ReplyKey) -> String {
     uuid::Builder::from_random_bytes(bytes)
         .into_uuid()
         .to_string()
+}
+
+/// The Markdown body of a message: a card rendered as Markdown, else the text
+/// (Linear reads plain text as Markdown too).
+fn body(message: &OutboundMessage) -> String {
+    match &message.card {
+        Some(card) => crate::markdown::render(card),
+        None => message.text.clone(),
+    }
 }
