@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::card::Card;
 use crate::error::{AdapterError, BoxError, WebhookError};
 use crate::event::Event;
-use crate::id::{EventId, Platform, ScopeKey, ThreadRef};
+use crate::id::{EventId, Platform, ScopeKey, TenantId, ThreadRef};
+use crate::outbound::{HistoryPage, UserInfo};
 
 /// What [`PlatformAdapter::parse`] made of a verified delivery.
 #[derive(Debug)]
@@ -266,7 +267,7 @@ pub struct MessageRef {
 /// * Outbound methods are called from handlers, inside their deadline; they
 ///   return typed [`AdapterError`]s.
 #[async_trait]
-pub trait PlatformAdapter: Send + Sync + 'static {
+pub trait PlatformAdapter: std::any::Any + Send + Sync + 'static {
     /// The adapter's name, unique within a bot (`slack`, `linear`); it names the
     /// webhook route.
     fn name(&self) -> &str;
@@ -336,6 +337,46 @@ pub trait PlatformAdapter: Send + Sync + 'static {
 
     /// Adds a reaction (emoji name without colons).
     async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError>;
+
+    /// Removes the bot's reaction (emoji name without colons); a reaction that
+    /// is not there is success. Default: [`AdapterError::Unsupported`].
+    async fn unreact(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
+        let _ = (message, emoji);
+        Err(AdapterError::Unsupported("removing a reaction"))
+    }
+
+    /// Posts a message only `user` sees, in the thread. Default:
+    /// [`AdapterError::Unsupported`].
+    async fn post_ephemeral(
+        &self,
+        thread: &ThreadRef,
+        user: &str,
+        message: &OutboundMessage,
+    ) -> Result<(), AdapterError> {
+        let _ = (thread, user, message);
+        Err(AdapterError::Unsupported("ephemeral messages"))
+    }
+
+    /// One page of the thread's earlier messages, oldest first: the first page
+    /// with `cursor` `None`, the next with the previous page's
+    /// [`next`](HistoryPage::next); at most `limit` messages a page (the
+    /// platform may cap it lower). Default: [`AdapterError::Unsupported`].
+    async fn history(
+        &self,
+        thread: &ThreadRef,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<HistoryPage, AdapterError> {
+        let _ = (thread, cursor, limit);
+        Err(AdapterError::Unsupported("reading a thread's history"))
+    }
+
+    /// Who user `id` of `tenant` is. Not cached by the adapter (the runtime
+    /// caches it). Default: [`AdapterError::Unsupported`].
+    async fn user(&self, tenant: &TenantId, id: &str) -> Result<UserInfo, AdapterError> {
+        let _ = (tenant, id);
+        Err(AdapterError::Unsupported("looking users up"))
+    }
 
     /// Shows (or with `None` clears) a "working on it" status in the thread, where
     /// the platform has one. Default: nothing to do.

@@ -50,6 +50,7 @@ pub mod event;
 pub mod id;
 pub mod installation;
 pub mod kv;
+pub mod outbound;
 pub mod state;
 
 pub use adapter::{
@@ -72,6 +73,7 @@ pub use id::{
 };
 pub use installation::{Installation, InstallationError, InstallationStore, Secret};
 pub use kv::{KvStore, SetMode};
+pub use outbound::{HistoryMessage, HistoryPage, UserInfo};
 pub use state::{
     Admission, AdmitRequest, Batch, CancelOutcome, CancelRequest, DEFAULT_SUBSCRIPTION_TTL,
     Decision, DropReason, Fate, Gate, Handoff, Lease, LeaseKind, LeaseToken, Recovered, Release,

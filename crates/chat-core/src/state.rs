@@ -68,6 +68,7 @@ use crate::concurrency::Concurrency;
 use crate::error::StateError;
 use crate::event::Event;
 use crate::id::{DedupeKey, EventId, Platform, ScopeKey, TenantId, ThreadRef};
+use crate::kv::KvStore;
 
 /// Whether an event needs its thread to be subscribed before it is admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -601,8 +602,9 @@ pub enum CancelOutcome {
 }
 
 /// Shared state for the runtime: deduplication, leases, in-flight and waiting
-/// entries, slots and subscriptions. Object-safe: the runtime holds
-/// an `Arc<dyn StateBackend>`.
+/// entries, slots and subscriptions — and, through its [`KvStore`] side,
+/// small cached records (the runtime's user lookups). Object-safe: the
+/// runtime holds an `Arc<dyn StateBackend>`.
 ///
 /// Every method is one atomic step, and every method that changes the protocol's
 /// state is safe to repeat with the same arguments (see the [module
@@ -616,7 +618,7 @@ pub enum CancelOutcome {
     note = "use `chat_state_memory::MemoryState` or `chat_state_redis::RedisState`, or any `Arc<T>` of one (an `Arc<dyn StateBackend>` chosen at run time works too)"
 )]
 #[async_trait]
-pub trait StateBackend: Send + Sync + 'static {
+pub trait StateBackend: KvStore + Send + Sync + 'static {
     /// The ack path in one step. In order:
     ///
     /// 1. The request's scope tag must equal the event thread's, else

@@ -2,17 +2,15 @@
 //! subscriptions, the events it supersedes, its deadline and its cancellation.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::AtomicBool;
 
-use chat_core::{
-    AdapterError, Event, MessageRef, OutboundMessage, PlatformAdapter, ReplyKey, StateBackend,
-    StateError, ThreadRef,
-};
+use chat_core::{AdapterError, Event, PlatformAdapter, StateBackend, StateError};
 use tokio::time::Instant;
 
 use crate::cancel::{Cancel, CancelCause};
 use crate::data::AppData;
 use crate::keeper::LeaseState;
+use crate::thread::{Posts, Replies, Thread};
 
 /// The context of one handler run. Cheap to clone.
 #[derive(Clone)]
@@ -50,22 +48,7 @@ struct CtxInner {
     reply: Option<crate::answer::Answer>,
     data: AppData,
     subscription_ttl: std::time::Duration,
-}
-
-/// What a run has posted through its thread handles: the next reply's
-/// position, and whether a post began after the run was cancelled (the
-/// handler's own last word on a stop).
-#[derive(Debug, Default)]
-pub(crate) struct Posts {
-    next: AtomicU32,
-    after_cancel: AtomicBool,
-}
-
-impl Posts {
-    /// Whether the handler posted something it began after its cancellation.
-    pub(crate) fn spoke_after_cancel(&self) -> bool {
-        self.after_cancel.load(Ordering::SeqCst)
-    }
+    user_ttl: std::time::Duration,
 }
 
 pub(crate) struct CtxParts {
@@ -83,6 +66,7 @@ pub(crate) struct CtxParts {
     pub(crate) reply: Option<crate::answer::Answer>,
     pub(crate) data: AppData,
     pub(crate) subscription_ttl: std::time::Duration,
+    pub(crate) user_ttl: std::time::Duration,
 }
 
 impl Ctx {
@@ -103,25 +87,39 @@ impl Ctx {
                 reply: p.reply,
                 data: p.data,
                 subscription_ttl: p.subscription_ttl,
+                user_ttl: p.user_ttl,
             }),
         }
     }
 
     /// The thread the event belongs to, to answer in.
     pub fn thread(&self) -> Thread {
-        Thread {
-            adapter: Arc::clone(&self.inner.adapter),
-            thread: self.inner.event.thread.clone(),
-            posted: Arc::clone(&self.inner.posted),
-            deadline: self.inner.deadline,
-            replies: Some(Replies {
-                event_id: self.inner.event.id.clone(),
-                attempt: self.inner.attempt,
-                posts: Arc::clone(&self.inner.posts),
-                cancel: self.inner.cancel.clone(),
-                lease: self.inner.lease.clone(),
-            }),
-        }
+        let i = &self.inner;
+        Thread::new(
+            Arc::clone(&i.adapter),
+            Arc::clone(&i.state),
+            i.event.thread.clone(),
+            Arc::clone(&i.posted),
+            i.deadline,
+            i.user_ttl,
+        )
+        .for_run(Replies {
+            event_id: i.event.id.clone(),
+            attempt: i.attempt,
+            posts: Arc::clone(&i.posts),
+            cancel: i.cancel.clone(),
+            lease: i.lease.clone(),
+        })
+    }
+
+    /// The event's adapter as its concrete type — the typed way down to a
+    /// platform for what the portable [`Thread`] does not cover: for example
+    /// `ctx.adapter::<SlackAdapter>()` and then its `client_for(tenant)`,
+    /// the Web API client with the installation's token. `None` when the
+    /// event came through another adapter.
+    pub fn adapter<A: PlatformAdapter>(&self) -> Option<&A> {
+        let any: &dyn std::any::Any = self.inner.adapter.as_ref();
+        any.downcast_ref::<A>()
     }
 
     /// How many times this event has been handed out to run, this time
@@ -294,131 +292,4 @@ pub enum Replied {
     /// After the response, through the platform's later channel (Slack's
     /// `response_url`).
     Later,
-}
-
-/// A conversation to post into. From [`Ctx::thread`].
-///
-/// Every call is bounded by the run's deadline: a platform call that would wait
-/// past it (a rate-limit `Retry-After`, a slow API) is abandoned with
-/// [`AdapterError::DeadlineExceeded`]. Calls still work after the run was
-/// cancelled, so a handler can post a final word when asked to stop — except
-/// once the run's lease is lost (another holder may be running the event
-/// again): then every call is refused with [`AdapterError::Cancelled`].
-///
-/// Each post carries its position in the run ([`ReplyKey`]): when the event
-/// runs again after a holder died, the adapter returns the reply an earlier
-/// attempt already posted at that position instead of posting it twice.
-#[derive(Clone)]
-pub struct Thread {
-    adapter: Arc<dyn PlatformAdapter>,
-    thread: ThreadRef,
-    posted: Arc<AtomicBool>,
-    deadline: Option<Instant>,
-    replies: Option<Replies>,
-}
-
-impl std::fmt::Debug for Thread {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Thread")
-            .field("adapter", &self.adapter.name())
-            .field("thread", &self.thread)
-            .field("deadline", &self.deadline)
-            .finish_non_exhaustive()
-    }
-}
-
-/// What a run's thread handle needs to key its replies and to know it still
-/// holds its lease.
-#[derive(Clone)]
-struct Replies {
-    event_id: chat_core::EventId,
-    attempt: u32,
-    posts: Arc<Posts>,
-    cancel: Cancel,
-    lease: Option<Arc<LeaseState>>,
-}
-
-impl Thread {
-    /// The thread's identity.
-    pub fn id(&self) -> &ThreadRef {
-        &self.thread
-    }
-
-    /// Posts a message (plain text from a `&str` / `String`, or an
-    /// [`OutboundMessage`] for Markdown).
-    pub async fn post(
-        &self,
-        message: impl Into<OutboundMessage>,
-    ) -> Result<MessageRef, AdapterError> {
-        let mut message = message.into();
-        let after_cancel = self
-            .replies
-            .as_ref()
-            .is_some_and(|r| r.cancel.is_cancelled());
-        if let Some(replies) = &self.replies
-            && message.reply_key.is_none()
-        {
-            let position = replies.posts.next.fetch_add(1, Ordering::SeqCst);
-            message = message.with_reply_key(ReplyKey::new(
-                replies.event_id.clone(),
-                position,
-                replies.attempt,
-            ));
-        }
-        let r = self
-            .bounded(self.adapter.post(&self.thread, &message))
-            .await;
-        if r.is_ok() {
-            self.posted.store(true, Ordering::Release);
-            if let Some(replies) = &self.replies
-                && after_cancel
-            {
-                replies.posts.after_cancel.store(true, Ordering::SeqCst);
-            }
-        }
-        r
-    }
-
-    async fn bounded<T>(
-        &self,
-        call: impl std::future::Future<Output = Result<T, AdapterError>>,
-    ) -> Result<T, AdapterError> {
-        if let Some(lease) = self.replies.as_ref().and_then(|r| r.lease.as_ref())
-            && !lease.held()
-        {
-            return Err(AdapterError::Cancelled);
-        }
-        match self.deadline {
-            Some(deadline) => tokio::time::timeout_at(deadline, call)
-                .await
-                .unwrap_or(Err(AdapterError::DeadlineExceeded)),
-            None => call.await,
-        }
-    }
-
-    /// Replaces a message the bot posted.
-    pub async fn edit(
-        &self,
-        message: &MessageRef,
-        content: impl Into<OutboundMessage>,
-    ) -> Result<(), AdapterError> {
-        let content = content.into();
-        self.bounded(self.adapter.edit(message, &content)).await
-    }
-
-    /// Deletes a message the bot posted.
-    pub async fn delete(&self, message: &MessageRef) -> Result<(), AdapterError> {
-        self.bounded(self.adapter.delete(message)).await
-    }
-
-    /// Reacts to a message (emoji name without colons).
-    pub async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
-        self.bounded(self.adapter.react(message, emoji)).await
-    }
-
-    /// Shows a "working on it" status, or clears it with `None`.
-    pub async fn set_status(&self, status: Option<&str>) -> Result<(), AdapterError> {
-        self.bounded(self.adapter.set_status(&self.thread, status))
-            .await
-    }
 }

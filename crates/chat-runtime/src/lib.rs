@@ -87,6 +87,7 @@ mod shared;
 mod signal;
 mod slots;
 mod sweep;
+mod thread;
 mod throttle;
 mod webhook;
 mod work;
@@ -98,11 +99,12 @@ pub use chat_core::{
     BoxError, BurstMode, BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions, Event,
     EventKind, OnFull, QueueOptions,
 };
-pub use ctx::{Ctx, Replied, Thread};
+pub use ctx::{Ctx, Replied};
 pub use handler::{Handler, HandlerFuture};
 pub use options::{
     BuildError, Dispatch, LockScope, MAX_DURATION, RuntimeOptions, ScopeChoice, ShutdownMode,
 };
 pub use outcome::{Observer, Outcome, OutcomeRecord};
 pub use signal::shutdown_signal;
+pub use thread::{SentMessage, Thread};
 pub use webhook::WebhookService;

@@ -139,6 +139,9 @@ pub struct RuntimeOptions {
     /// subscribed thread renews it, and a thread silent this long is
     /// forgotten (so subscriptions cannot grow without bound). Default 30 days.
     pub subscription_ttl: Duration,
+    /// How long a user lookup ([`Thread::user`](crate::Thread::user)) stays
+    /// cached in the state backend. Default 1 hour.
+    pub user_cache_ttl: Duration,
     /// How long the webhook service waits for a request's body once its
     /// headers arrived; a client that has not sent it all by then is answered
     /// 408 and its connection's work dropped. Platforms send a whole body at
@@ -191,6 +194,7 @@ impl Default for RuntimeOptions {
             ack_timeout: Duration::from_millis(2500),
             body_timeout: Duration::from_secs(1),
             subscription_ttl: chat_core::DEFAULT_SUBSCRIPTION_TTL,
+            user_cache_ttl: Duration::from_secs(60 * 60),
             sweep_interval: Some(Duration::from_secs(30)),
             max_attempts: 3,
             shutdown: ShutdownMode::Drain,
@@ -258,6 +262,9 @@ pub enum BuildError {
     /// A lock TTL of zero.
     #[error("lock_ttl must be positive")]
     ZeroLockTtl,
+    /// A user cache TTL of zero.
+    #[error("user_cache_ttl must be positive")]
+    ZeroUserCacheTtl,
     /// A subscription TTL of zero.
     #[error("subscription_ttl must be positive")]
     ZeroSubscriptionTtl,
@@ -321,6 +328,9 @@ impl RuntimeOptions {
         if self.subscription_ttl.is_zero() {
             return Err(BuildError::ZeroSubscriptionTtl);
         }
+        if self.user_cache_ttl.is_zero() {
+            return Err(BuildError::ZeroUserCacheTtl);
+        }
         if self.max_attempts == 0 {
             return Err(BuildError::ZeroMaxAttempts);
         }
@@ -345,6 +355,7 @@ impl RuntimeOptions {
             ("ack_timeout", Some(self.ack_timeout)),
             ("body_timeout", Some(self.body_timeout)),
             ("subscription_ttl", Some(self.subscription_ttl)),
+            ("user_cache_ttl", Some(self.user_cache_ttl)),
             ("sweep_interval", self.sweep_interval),
             ("state_retry", Some(self.state_retry)),
             ("entry_ttl", entry_ttl),

@@ -12,10 +12,11 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::cancel::{Cancel, CancelCause};
-use crate::ctx::{Ctx, CtxParts, Posts};
+use crate::ctx::{Ctx, CtxParts};
 use crate::handler::SharedHandler;
 use crate::outcome::{Outcome, OutcomeRecord};
 use crate::shared::{RunHandle, Shared};
+use crate::thread::Posts;
 use crate::work::{Held, Work};
 
 /// How a run ended, for its holder.
@@ -69,6 +70,7 @@ pub(crate) async fn run(
         reply: work.reply,
         data: shared.data().clone(),
         subscription_ttl: shared.options().subscription_ttl,
+        user_ttl: shared.options().user_cache_ttl,
     });
     let started = Instant::now();
     let mut cancelled_at = None;

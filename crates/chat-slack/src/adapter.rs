@@ -7,10 +7,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
-    AdapterError, BoxError, Event, EventKind, Inbound, Installation, InstallationStore, MessageRef,
-    OutboundMessage, Platform, PlatformAdapter, Resolution, TenantId, TextFormat, ThreadRef,
-    Verdict, WebhookError,
+    AdapterError, Author, BoxError, Event, EventKind, HistoryMessage, HistoryPage, Inbound,
+    Installation, InstallationStore, MessageRef, OutboundMessage, Platform, PlatformAdapter,
+    Resolution, TenantId, TextFormat, ThreadRef, UserInfo, Verdict, WebhookError,
 };
+use serde_json::Value;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
@@ -355,6 +356,28 @@ impl SlackAdapter {
             .map_err(|e| AdapterError::Transport(Box::new(e)))
     }
 
+    /// The bot's identity in `tenant`: its installation's in installation
+    /// mode, else [`identity`](Self::identity) (empty when it cannot be
+    /// learned: then no message is recognized as the bot's).
+    async fn identity_of(&self, tenant: &TenantId) -> Result<BotIdentity, AdapterError> {
+        match &self.installations {
+            Some(store) => {
+                let installation = store
+                    .get(Platform::SLACK, tenant)
+                    .await
+                    .map_err(|e| AdapterError::Transport(Box::new(e)))?;
+                Ok(installation.map_or_else(
+                    || BotIdentity::new(None, None),
+                    |i| BotIdentity::new(i.bot_user_id, i.bot_id),
+                ))
+            }
+            None => Ok(self
+                .identity()
+                .await
+                .unwrap_or_else(|_| self.configured.clone())),
+        }
+    }
+
     /// The installation store, in installation mode.
     pub fn installations(&self) -> Option<&Arc<dyn InstallationStore>> {
         self.installations.as_ref()
@@ -668,6 +691,87 @@ impl PlatformAdapter for SlackAdapter {
             .await
     }
 
+    /// `reactions.remove`; a reaction that is not there is success.
+    async fn unreact(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
+        require_channel(&message.thread.channel)?;
+        self.client_for(&message.thread.tenant)
+            .await?
+            .remove_reaction(&message.thread.channel, &message.id, emoji)
+            .await
+    }
+
+    /// `chat.postEphemeral` in the thread (a card as Block Kit).
+    async fn post_ephemeral(
+        &self,
+        thread: &ThreadRef,
+        user: &str,
+        message: &OutboundMessage,
+    ) -> Result<(), AdapterError> {
+        require_channel(&thread.channel)?;
+        let content = render(message)?;
+        let thread_ts = Some(thread.thread.as_str()).filter(|t| !t.is_empty());
+        self.client_for(&thread.tenant)
+            .await?
+            .post_ephemeral(&thread.channel, user, thread_ts, content)
+            .await
+    }
+
+    /// `conversations.replies` (needs the `*:history` scope of the
+    /// conversation's type), following Slack's cursor; a message is the bot's
+    /// when its `user` or `bot_id` is the bot's.
+    async fn history(
+        &self,
+        thread: &ThreadRef,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<HistoryPage, AdapterError> {
+        require_channel(&thread.channel)?;
+        if thread.thread.is_empty() {
+            return Ok(HistoryPage::default());
+        }
+        let (client, me) = tokio::try_join!(
+            self.client_for(&thread.tenant),
+            self.identity_of(&thread.tenant)
+        )?;
+        let answer = client
+            .replies(&thread.channel, &thread.thread, cursor, limit)
+            .await?;
+        let messages = answer
+            .get("messages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|m| history_message(m, &me))
+            .collect();
+        let next = answer
+            .pointer("/response_metadata/next_cursor")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned);
+        Ok(HistoryPage::new(messages, next))
+    }
+
+    /// `users.info` (needs `users:read`; the email needs `users:read.email`).
+    async fn user(&self, tenant: &TenantId, id: &str) -> Result<UserInfo, AdapterError> {
+        let user = self.client_for(tenant).await?.user_info(id).await?;
+        let profile = &user["profile"];
+        let text = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_owned);
+        let real_name = text(&profile["real_name"]).or_else(|| text(&user["real_name"]));
+        let display_name = text(&profile["display_name"])
+            .or_else(|| real_name.clone())
+            .or_else(|| text(&user["name"]))
+            .unwrap_or_else(|| id.to_owned());
+        let mut info = UserInfo::new(id, display_name)
+            .with_bot(user["is_bot"].as_bool().unwrap_or(false) || id == "USLACKBOT");
+        if let Some(real) = real_name {
+            info = info.with_real_name(real);
+        }
+        if let Some(email) = text(&profile["email"]) {
+            info = info.with_email(email);
+        }
+        Ok(info)
+    }
+
     /// A slash command's or an action's reply that could not go in the HTTP
     /// response: sent to the interaction's `response_url` (a string reply is
     /// an ephemeral text; an object is sent as it is).
@@ -727,4 +831,34 @@ fn origin(url: &str) -> &str {
         Some(i) => &url[..after_scheme + i],
         None => url,
     }
+}
+
+/// A message of `conversations.replies` as a history entry (`None` for an
+/// entry without a `ts`).
+fn history_message(m: &Value, me: &BotIdentity) -> Option<HistoryMessage> {
+    let ts = m.get("ts")?.as_str()?;
+    let user = m["user"].as_str().unwrap_or_default();
+    let bot_id = m["bot_id"].as_str();
+    let is_me = (!user.is_empty() && me.user_id.as_deref() == Some(user))
+        || (bot_id.is_some() && me.bot_id.as_deref() == bot_id);
+    let mut author = Author::new(if user.is_empty() {
+        bot_id.unwrap_or_default()
+    } else {
+        user
+    });
+    author.is_bot = bot_id.is_some() || m["subtype"] == "bot_message";
+    author.is_me = is_me;
+    if let Some(name) = m["username"].as_str() {
+        author.name = Some(name.to_owned());
+    }
+    let text = m["text"].as_str().unwrap_or_default();
+    Some(HistoryMessage::new(ts, author, text, ts_millis(ts)))
+}
+
+/// A Slack `ts` (`seconds.micros`) in milliseconds since the epoch.
+fn ts_millis(ts: &str) -> u64 {
+    let (secs, frac) = ts.split_once('.').unwrap_or((ts, ""));
+    let secs: u64 = secs.parse().unwrap_or(0);
+    let millis: u64 = frac.get(..3).and_then(|f| f.parse().ok()).unwrap_or(0);
+    secs.saturating_mul(1000).saturating_add(millis)
 }

@@ -585,6 +585,29 @@ impl SlackClient {
         })
     }
 
+    /// `conversations.replies`: one page of thread `ts` in `channel` (the
+    /// thread's root first, then its replies, oldest first), from `cursor`.
+    pub async fn replies(
+        &self,
+        channel: &str,
+        ts: &str,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Value, AdapterError> {
+        let limit = limit.clamp(1, 1000).to_string();
+        let mut form = vec![("channel", channel), ("ts", ts), ("limit", limit.as_str())];
+        if let Some(cursor) = cursor.filter(|c| !c.is_empty()) {
+            form.push(("cursor", cursor));
+        }
+        self.call_form("conversations.replies", &form).await
+    }
+
+    /// `users.info`: the user object of `user`.
+    pub async fn user_info(&self, user: &str) -> Result<Value, AdapterError> {
+        let answer = self.call_form("users.info", &[("user", user)]).await?;
+        Ok(answer.get("user").cloned().unwrap_or(Value::Null))
+    }
+
     /// `chat.postEphemeral`: a message only `user` sees, in `channel` (and in
     /// `thread_ts` when given).
     pub async fn post_ephemeral(

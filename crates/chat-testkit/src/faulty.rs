@@ -260,3 +260,24 @@ impl StateBackend for FaultyState {
         self.shared.unwrap_or_else(|| self.inner.shared())
     }
 }
+
+#[async_trait::async_trait]
+impl chat_core::KvStore for FaultyState {
+    async fn get(&self, key: &str) -> Result<Option<bytes::Bytes>, StateError> {
+        self.inner.get(key).await
+    }
+
+    async fn set(
+        &self,
+        key: &str,
+        value: bytes::Bytes,
+        ttl: Option<std::time::Duration>,
+        mode: chat_core::SetMode,
+    ) -> Result<bool, StateError> {
+        self.inner.set(key, value, ttl, mode).await
+    }
+
+    async fn delete(&self, key: &str) -> Result<bool, StateError> {
+        self.inner.delete(key).await
+    }
+}

@@ -1,6 +1,8 @@
 //! [`FakeSlack`]: an in-process fake of Slack's Web API, served over HTTP on
 //! `127.0.0.1`, that records every call and answers from per-method scripts.
 
+mod methods;
+
 use crate::server::{Server, serve};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -141,10 +143,13 @@ impl SlackReply {
 ///   reply per call, in order; once its script is used up it answers as Slack
 ///   does on success: `chat.postMessage` with a new `ts` per post
 ///   (`1700000100.000100`, `1700000100.000101`, …), `chat.update` and
-///   `chat.delete` echoing `channel` and `ts`, `conversations.replies` with
-///   the thread's messages posted here (metadata with `include_all_metadata`,
+///   `chat.delete` echoing `channel` and `ts` (and changing the stored
+///   message), `conversations.replies` with the thread's messages posted here
+///   or [added](Self::add_message) (metadata with `include_all_metadata`,
 ///   pages of `limit` with a `next_cursor`), `chat.postEphemeral` with a
-///   `message_ts`, `views.open` with the view and an id, `auth.test` with the
+///   `message_ts`, `users.info` with a user [added](Self::add_user) (else
+///   `user_not_found`), `invalid_blocks` for `blocks` beyond Slack's
+///   documented limits, `views.open` with the view and an id, `auth.test` with the
 ///   identity in [`TEAM_ID`](Self::TEAM_ID), [`BOT_USER_ID`](Self::BOT_USER_ID)
 ///   and [`BOT_ID`](Self::BOT_ID), and every other method (`reactions.add`,
 ///   `assistant.threads.setStatus`, …) with `{"ok": true}`.
@@ -204,8 +209,13 @@ struct Record {
     calls: Vec<SlackCall>,
     scripts: HashMap<String, VecDeque<SlackReply>>,
     posts: u64,
-    /// Every message posted, in order, as `conversations.replies` shows it.
+    /// Every message of the workspace, in order, as `conversations.replies`
+    /// shows it (each with its `channel`): the bot's posts, edited and
+    /// deleted as the bot does, and messages added with
+    /// [`FakeSlack::add_message`].
     messages: Vec<Value>,
+    /// `users.info`'s users, by id.
+    users: HashMap<String, Value>,
 }
 
 impl Shared {
@@ -294,6 +304,40 @@ impl FakeSlack {
     pub fn rate_limit(&self, method: &str, retry_after: RetryAfter, times: usize) {
         for _ in 0..times {
             self.enqueue(method, SlackReply::rate_limited(retry_after));
+        }
+    }
+
+    /// Adds a message to `channel` (a user's, for `conversations.replies` to
+    /// read): Slack's message object, with at least `ts` (and `thread_ts` for
+    /// a reply).
+    pub fn add_message(&self, channel: &str, mut message: Value) {
+        message["channel"] = json!(channel);
+        if message.get("type").is_none() {
+            message["type"] = json!("message");
+        }
+        self.shared.lock().messages.push(message);
+    }
+
+    /// The messages of thread `ts` in `channel` as they stand now (edits and
+    /// deletions applied, streams with what was appended), oldest first.
+    pub fn thread(&self, channel: &str, ts: &str) -> Vec<Value> {
+        self.shared
+            .lock()
+            .messages
+            .iter()
+            .filter(|m| m["channel"] == channel && (m["ts"] == ts || m["thread_ts"] == ts))
+            .cloned()
+            .collect()
+    }
+
+    /// Adds a user for `users.info`: Slack's user object, with at least `id`
+    /// (`name`, `real_name`, `is_bot`, `profile.display_name`,
+    /// `profile.real_name`, `profile.email` as Slack sends them). An unknown
+    /// user is `user_not_found`.
+    pub fn add_user(&self, user: Value) {
+        if let Some(id) = user["id"].as_str() {
+            let id = id.to_owned();
+            self.shared.lock().users.insert(id, user);
         }
     }
 
@@ -393,7 +437,7 @@ async fn answer(
             .scripts
             .get_mut(&method)
             .and_then(VecDeque::pop_front);
-        let reply = scripted.unwrap_or_else(|| success(&mut record, &method, &body));
+        let reply = scripted.unwrap_or_else(|| methods::success(&mut record, &method, &body));
         let ok = reply.status.is_success()
             && serde_json::from_slice::<Value>(&reply.body)
                 .is_ok_and(|v| v.get("ok").and_then(Value::as_bool) == Some(true));
@@ -444,108 +488,4 @@ async fn response_url(
     });
     shared.recorded.notify_waiters();
     Response::new(Body::from("ok"))
-}
-
-/// What Slack answers when `method` succeeds.
-fn success(record: &mut Record, method: &str, body: &Value) -> SlackReply {
-    let field = |name: &str| body.get(name).cloned().unwrap_or(Value::Null);
-    let answer = match method {
-        "chat.postMessage" => {
-            let ts = next_ts(record);
-            let mut message = json!({
-                "type": "message",
-                "text": field("text"),
-                "user": FakeSlack::BOT_USER_ID,
-                "bot_id": FakeSlack::BOT_ID,
-                "ts": ts,
-            });
-            if let Some(thread_ts) = body.get("thread_ts") {
-                message["thread_ts"] = thread_ts.clone();
-            }
-            if let Some(metadata) = body.get("metadata") {
-                message["metadata"] = metadata.clone();
-            }
-            let mut stored = message.clone();
-            stored["channel"] = field("channel");
-            record.messages.push(stored);
-            json!({ "ok": true, "channel": field("channel"), "ts": ts, "message": message })
-        }
-        "conversations.replies" => replies(record, body),
-        "chat.update" => json!({
-            "ok": true, "channel": field("channel"), "ts": field("ts"), "text": field("text"),
-        }),
-        "chat.delete" => json!({ "ok": true, "channel": field("channel"), "ts": field("ts") }),
-        "chat.postEphemeral" => json!({ "ok": true, "message_ts": next_ts(record) }),
-        "views.open" => {
-            let mut view = field("view");
-            if let Some(v) = view.as_object_mut() {
-                v.insert(
-                    "id".to_owned(),
-                    json!(format!("V{:010}", record.calls.len())),
-                );
-            }
-            json!({ "ok": true, "view": view })
-        }
-        "auth.test" => json!({
-            "ok": true,
-            "url": "https://example.slack.com/",
-            "team": "Example",
-            "user": "bot",
-            "team_id": FakeSlack::TEAM_ID,
-            "user_id": FakeSlack::BOT_USER_ID,
-            "bot_id": FakeSlack::BOT_ID,
-            "is_enterprise_install": false,
-        }),
-        _ => json!({ "ok": true }),
-    };
-    SlackReply::json(&answer)
-}
-
-/// `conversations.replies`: the thread's messages posted here (the root and
-/// its replies), oldest first, `limit` per page with a cursor; metadata only
-/// with `include_all_metadata`.
-fn replies(record: &Record, body: &Value) -> Value {
-    let text = |name: &str| body.get(name).and_then(Value::as_str).unwrap_or_default();
-    let (channel, ts) = (text("channel"), text("ts"));
-    let limit = text("limit")
-        .parse::<usize>()
-        .unwrap_or(1000)
-        .clamp(1, 1000);
-    let start = text("cursor").parse::<usize>().unwrap_or(0);
-    let with_metadata = text("include_all_metadata") == "true";
-    let thread: Vec<Value> = record
-        .messages
-        .iter()
-        .filter(|m| m["channel"] == channel && (m["ts"] == ts || m["thread_ts"] == ts))
-        .map(|m| {
-            let mut m = m.clone();
-            if let Some(o) = m.as_object_mut() {
-                o.remove("channel");
-                if !with_metadata {
-                    o.remove("metadata");
-                }
-            }
-            m
-        })
-        .collect();
-    let page: Vec<Value> = thread.iter().skip(start).take(limit).cloned().collect();
-    let next = start + page.len();
-    let next_cursor = if next < thread.len() {
-        next.to_string()
-    } else {
-        String::new()
-    };
-    json!({
-        "ok": true,
-        "messages": page,
-        "has_more": !next_cursor.is_empty(),
-        "response_metadata": { "next_cursor": next_cursor },
-    })
-}
-
-/// A new message `ts`: `1700000100.000100`, then `.000101`, ….
-fn next_ts(record: &mut Record) -> String {
-    let ts = format!("1700000100.{:06}", 100 + record.posts);
-    record.posts += 1;
-    ts
 }

@@ -1,0 +1,373 @@
+//! [`Thread`]: the portable handle a handler talks back through — post (text,
+//! Markdown, cards), edit, delete, react, ephemeral messages, history, user
+//! lookups — and [`SentMessage`], a posted message to edit, delete and react
+//! to.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use chat_core::{
+    AdapterError, HistoryMessage, KvStore, MessageRef, OutboundMessage, PlatformAdapter, ReplyKey,
+    SetMode, StateBackend, ThreadRef, UserInfo,
+};
+use futures_util::Stream;
+use tokio::time::Instant;
+
+use crate::cancel::Cancel;
+use crate::keeper::LeaseState;
+
+/// How many messages [`Thread::history`] asks for per page.
+const HISTORY_PAGE: usize = 200;
+
+/// What a run has posted through its thread handles: the next reply's
+/// position, and whether a post began after the run was cancelled (the
+/// handler's own last word on a stop).
+#[derive(Debug, Default)]
+pub(crate) struct Posts {
+    next: AtomicU32,
+    after_cancel: AtomicBool,
+}
+
+impl Posts {
+    /// Whether the handler posted something it began after its cancellation.
+    pub(crate) fn spoke_after_cancel(&self) -> bool {
+        self.after_cancel.load(Ordering::SeqCst)
+    }
+}
+
+/// A conversation to talk in. From [`Ctx::thread`](crate::Ctx::thread).
+///
+/// Every call is bounded by the run's deadline: a platform call that would wait
+/// past it (a rate-limit `Retry-After`, a slow API) is abandoned with
+/// [`AdapterError::DeadlineExceeded`]. Calls still work after the run was
+/// cancelled, so a handler can post a final word when asked to stop — except
+/// once the run's lease is lost (another holder may be running the event
+/// again): then every call is refused with [`AdapterError::Cancelled`].
+///
+/// Each post carries its position in the run ([`ReplyKey`]): when the event
+/// runs again after a holder died, the adapter returns the reply an earlier
+/// attempt already posted at that position instead of posting it twice.
+///
+/// | method | Slack | Linear |
+/// |---|---|---|
+/// | [`post`](Self::post) | `chat.postMessage` (cards as Block Kit) | agent activity `response` (sessions) or a reply comment; cards as Markdown |
+/// | [`post_ephemeral`](Self::post_ephemeral) | `chat.postEphemeral` | unsupported |
+/// | [`SentMessage::edit`] / [`delete`](SentMessage::delete) | `chat.update` / `chat.delete` | comments only |
+/// | [`SentMessage::react`] / [`unreact`](SentMessage::unreact) | `reactions.add` / `reactions.remove` | comments: `reactionCreate`; unreact unsupported |
+/// | [`history`](Self::history) | `conversations.replies`, cursor pages | unsupported |
+/// | [`user`](Self::user) | `users.info`, cached | unsupported |
+#[derive(Clone)]
+pub struct Thread {
+    adapter: Arc<dyn PlatformAdapter>,
+    state: Arc<dyn StateBackend>,
+    thread: ThreadRef,
+    posted: Arc<AtomicBool>,
+    deadline: Option<Instant>,
+    user_ttl: Duration,
+    replies: Option<Replies>,
+}
+
+impl std::fmt::Debug for Thread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Thread")
+            .field("adapter", &self.adapter.name())
+            .field("thread", &self.thread)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a run's thread handle needs to key its replies and to know it still
+/// holds its lease.
+#[derive(Clone)]
+pub(crate) struct Replies {
+    pub(crate) event_id: chat_core::EventId,
+    pub(crate) attempt: u32,
+    pub(crate) posts: Arc<Posts>,
+    pub(crate) cancel: Cancel,
+    pub(crate) lease: Option<Arc<LeaseState>>,
+}
+
+impl Thread {
+    pub(crate) fn new(
+        adapter: Arc<dyn PlatformAdapter>,
+        state: Arc<dyn StateBackend>,
+        thread: ThreadRef,
+        posted: Arc<AtomicBool>,
+        deadline: Option<Instant>,
+        user_ttl: Duration,
+    ) -> Self {
+        Self {
+            adapter,
+            state,
+            thread,
+            posted,
+            deadline,
+            user_ttl,
+            replies: None,
+        }
+    }
+
+    /// The handle of one run: its posts are keyed, and refused once the run's
+    /// lease is lost.
+    pub(crate) fn for_run(mut self, replies: Replies) -> Self {
+        self.replies = Some(replies);
+        self
+    }
+
+    /// The thread's identity.
+    pub fn id(&self) -> &ThreadRef {
+        &self.thread
+    }
+
+    /// The adapter as its concrete type, for platform calls the portable
+    /// methods do not cover (see [`Ctx::adapter`](crate::Ctx::adapter)).
+    pub fn platform<A: PlatformAdapter>(&self) -> Option<&A> {
+        let any: &dyn std::any::Any = self.adapter.as_ref();
+        any.downcast_ref::<A>()
+    }
+
+    /// Posts a message: plain text from a `&str` / `String`, a
+    /// [`Card`](chat_core::Card), or an [`OutboundMessage`] (Markdown).
+    ///
+    /// # Errors
+    /// The adapter's: [`AdapterError::Invalid`] for a card beyond the
+    /// platform's limits (before any call), an API error, the deadline.
+    pub async fn post(
+        &self,
+        message: impl Into<OutboundMessage>,
+    ) -> Result<SentMessage, AdapterError> {
+        let mut message = message.into();
+        let after_cancel = self
+            .replies
+            .as_ref()
+            .is_some_and(|r| r.cancel.is_cancelled());
+        if let Some(replies) = &self.replies
+            && message.reply_key.is_none()
+        {
+            let position = replies.posts.next.fetch_add(1, Ordering::SeqCst);
+            message = message.with_reply_key(ReplyKey::new(
+                replies.event_id.clone(),
+                position,
+                replies.attempt,
+            ));
+        }
+        let r = self
+            .bounded(self.adapter.post(&self.thread, &message))
+            .await;
+        if r.is_ok() {
+            self.posted.store(true, Ordering::Release);
+            if let Some(replies) = &self.replies
+                && after_cancel
+            {
+                replies.posts.after_cancel.store(true, Ordering::SeqCst);
+            }
+        }
+        r.map(|message| SentMessage {
+            thread: self.clone(),
+            message,
+        })
+    }
+
+    /// Posts a message only `user` (a platform user id) sees.
+    ///
+    /// # Errors
+    /// [`AdapterError::Unsupported`] where the platform has none (Linear).
+    pub async fn post_ephemeral(
+        &self,
+        user: &str,
+        message: impl Into<OutboundMessage>,
+    ) -> Result<(), AdapterError> {
+        let message = message.into();
+        self.bounded(self.adapter.post_ephemeral(&self.thread, user, &message))
+            .await
+    }
+
+    /// Up to `limit` of the thread's messages, oldest first (the thread's
+    /// first message included, on Slack the root), read page by page.
+    ///
+    /// # Errors
+    /// The adapter's; [`AdapterError::Unsupported`] where the platform has no
+    /// history to read.
+    pub async fn history(&self, limit: usize) -> Result<Vec<HistoryMessage>, AdapterError> {
+        use futures_util::TryStreamExt;
+        let mut out = Vec::new();
+        let pages = self.history_pages(HISTORY_PAGE.min(limit.max(1)));
+        futures_util::pin_mut!(pages);
+        while out.len() < limit {
+            match pages.try_next().await? {
+                Some(page) => out.extend(page),
+                None => break,
+            }
+        }
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    /// The thread's messages page by page (`page_size` at most each), oldest
+    /// first, following the platform's cursor; each page is one call bounded
+    /// by the run's deadline.
+    pub fn history_pages(
+        &self,
+        page_size: usize,
+    ) -> impl Stream<Item = Result<Vec<HistoryMessage>, AdapterError>> + Send + '_ {
+        // The cursor of the next page: `Some(None)` for the first page,
+        // `None` once the last page was read.
+        futures_util::stream::try_unfold(Some(None::<String>), move |cursor| async move {
+            let Some(cursor) = cursor else {
+                return Ok(None);
+            };
+            let page = self
+                .bounded(
+                    self.adapter
+                        .history(&self.thread, cursor.as_deref(), page_size),
+                )
+                .await?;
+            let next = page.next.clone().map(Some);
+            Ok(Some((page.messages, next)))
+        })
+    }
+
+    /// Who `user` (a platform user id of the thread's tenant) is: display
+    /// name, real name, email where the scopes allow, bot or not. Cached in
+    /// the state backend for
+    /// [`user_cache_ttl`](crate::RuntimeOptions::user_cache_ttl); a cache
+    /// that cannot be read or written only costs a platform call.
+    ///
+    /// # Errors
+    /// The adapter's, when the user is not cached.
+    pub async fn user(&self, user: &str) -> Result<UserInfo, AdapterError> {
+        let key = format!(
+            "user:{}:{}:{user}",
+            self.thread.platform.as_str(),
+            self.thread.tenant.as_str()
+        );
+        let kv: &dyn KvStore = self.state.as_ref();
+        if let Ok(Some(bytes)) = kv.get(&key).await
+            && let Ok(info) = serde_json::from_slice::<UserInfo>(&bytes)
+        {
+            return Ok(info);
+        }
+        let info = self
+            .bounded(self.adapter.user(&self.thread.tenant, user))
+            .await?;
+        if let Ok(bytes) = serde_json::to_vec(&info)
+            && let Err(e) = kv
+                .set(
+                    &key,
+                    Bytes::from(bytes),
+                    Some(self.user_ttl),
+                    SetMode::Always,
+                )
+                .await
+        {
+            tracing::debug!(error = %e, "caching a user lookup failed");
+        }
+        Ok(info)
+    }
+
+    async fn bounded<T>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, AdapterError>>,
+    ) -> Result<T, AdapterError> {
+        if let Some(lease) = self.replies.as_ref().and_then(|r| r.lease.as_ref())
+            && !lease.held()
+        {
+            return Err(AdapterError::Cancelled);
+        }
+        match self.deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, call)
+                .await
+                .unwrap_or(Err(AdapterError::DeadlineExceeded)),
+            None => call.await,
+        }
+    }
+
+    /// Replaces a message the bot posted.
+    pub async fn edit(
+        &self,
+        message: &MessageRef,
+        content: impl Into<OutboundMessage>,
+    ) -> Result<(), AdapterError> {
+        let content = content.into();
+        self.bounded(self.adapter.edit(message, &content)).await
+    }
+
+    /// Deletes a message the bot posted.
+    pub async fn delete(&self, message: &MessageRef) -> Result<(), AdapterError> {
+        self.bounded(self.adapter.delete(message)).await
+    }
+
+    /// Reacts to a message (emoji name without colons).
+    pub async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
+        self.bounded(self.adapter.react(message, emoji)).await
+    }
+
+    /// Removes the bot's reaction from a message.
+    pub async fn unreact(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
+        self.bounded(self.adapter.unreact(message, emoji)).await
+    }
+
+    /// Shows a "working on it" status, or clears it with `None`.
+    pub async fn set_status(&self, status: Option<&str>) -> Result<(), AdapterError> {
+        self.bounded(self.adapter.set_status(&self.thread, status))
+            .await
+    }
+}
+
+/// A message the bot posted through a [`Thread`]: edit it, delete it, react to
+/// it. Dereferences to its [`MessageRef`] (which the thread's `edit`,
+/// `delete` and `react` take too).
+#[derive(Debug, Clone)]
+pub struct SentMessage {
+    thread: Thread,
+    message: MessageRef,
+}
+
+impl SentMessage {
+    /// The message's reference (thread and platform id).
+    pub fn message_ref(&self) -> &MessageRef {
+        &self.message
+    }
+
+    /// The platform's message id (Slack `ts`, Linear comment / activity id).
+    pub fn id(&self) -> &str {
+        &self.message.id
+    }
+
+    /// Replaces its content.
+    pub async fn edit(&self, content: impl Into<OutboundMessage>) -> Result<(), AdapterError> {
+        self.thread.edit(&self.message, content).await
+    }
+
+    /// Deletes it.
+    pub async fn delete(&self) -> Result<(), AdapterError> {
+        self.thread.delete(&self.message).await
+    }
+
+    /// Reacts to it (emoji name without colons).
+    pub async fn react(&self, emoji: &str) -> Result<(), AdapterError> {
+        self.thread.react(&self.message, emoji).await
+    }
+
+    /// Removes the bot's reaction.
+    pub async fn unreact(&self, emoji: &str) -> Result<(), AdapterError> {
+        self.thread.unreact(&self.message, emoji).await
+    }
+}
+
+impl std::ops::Deref for SentMessage {
+    type Target = MessageRef;
+
+    fn deref(&self) -> &MessageRef {
+        &self.message
+    }
+}
+
+impl From<SentMessage> for MessageRef {
+    fn from(sent: SentMessage) -> Self {
+        sent.message
+    }
+}

@@ -1,0 +1,202 @@
+//! What the fake answers when a Web API method succeeds: Slack's documented
+//! answers, over the fake's record of messages, users, streams, files and
+//! views.
+
+use serde_json::{Value, json};
+
+use super::{FakeSlack, Record, SlackReply};
+
+/// What Slack answers when `method` succeeds.
+pub(super) fn success(record: &mut Record, method: &str, body: &Value) -> SlackReply {
+    let field = |name: &str| body.get(name).cloned().unwrap_or(Value::Null);
+    let answer = match method {
+        "chat.postMessage" | "chat.postEphemeral" | "chat.update"
+            if invalid_blocks(body).is_some() =>
+        {
+            let errors = invalid_blocks(body).unwrap_or_default();
+            json!({ "ok": false, "error": "invalid_blocks", "errors": errors })
+        }
+        "chat.postMessage" => {
+            let ts = next_ts(record);
+            let mut message = json!({
+                "type": "message",
+                "text": field("text"),
+                "user": FakeSlack::BOT_USER_ID,
+                "bot_id": FakeSlack::BOT_ID,
+                "ts": ts,
+            });
+            if let Some(thread_ts) = body.get("thread_ts") {
+                message["thread_ts"] = thread_ts.clone();
+            }
+            if let Some(metadata) = body.get("metadata") {
+                message["metadata"] = metadata.clone();
+            }
+            if let Some(blocks) = body.get("blocks") {
+                message["blocks"] = blocks.clone();
+            }
+            let mut stored = message.clone();
+            stored["channel"] = field("channel");
+            record.messages.push(stored);
+            json!({ "ok": true, "channel": field("channel"), "ts": ts, "message": message })
+        }
+        "conversations.replies" => replies(record, body),
+        "chat.update" => {
+            if let Some(m) = find(record, body, "ts") {
+                m["text"] = field("text");
+                match body.get("blocks") {
+                    Some(blocks) => m["blocks"] = blocks.clone(),
+                    None => drop(m.as_object_mut().map(|o| o.remove("blocks"))),
+                }
+            }
+            json!({
+                "ok": true, "channel": field("channel"), "ts": field("ts"), "text": field("text"),
+            })
+        }
+        "chat.delete" => {
+            let (channel, ts) = (field("channel"), field("ts"));
+            record
+                .messages
+                .retain(|m| !(m["channel"] == channel && m["ts"] == ts));
+            json!({ "ok": true, "channel": channel, "ts": ts })
+        }
+        "users.info" => match body["user"].as_str().and_then(|id| record.users.get(id)) {
+            Some(user) => json!({ "ok": true, "user": user }),
+            None => json!({ "ok": false, "error": "user_not_found" }),
+        },
+        "chat.postEphemeral" => json!({ "ok": true, "message_ts": next_ts(record) }),
+        "views.open" => {
+            let mut view = field("view");
+            if let Some(v) = view.as_object_mut() {
+                v.insert(
+                    "id".to_owned(),
+                    json!(format!("V{:010}", record.calls.len())),
+                );
+            }
+            json!({ "ok": true, "view": view })
+        }
+        "auth.test" => json!({
+            "ok": true,
+            "url": "https://example.slack.com/",
+            "team": "Example",
+            "user": "bot",
+            "team_id": FakeSlack::TEAM_ID,
+            "user_id": FakeSlack::BOT_USER_ID,
+            "bot_id": FakeSlack::BOT_ID,
+            "is_enterprise_install": false,
+        }),
+        _ => json!({ "ok": true }),
+    };
+    SlackReply::json(&answer)
+}
+
+/// `conversations.replies`: the thread's messages posted here (the root and
+/// its replies), oldest first, `limit` per page with a cursor; metadata only
+/// with `include_all_metadata`.
+fn replies(record: &Record, body: &Value) -> Value {
+    let text = |name: &str| body.get(name).and_then(Value::as_str).unwrap_or_default();
+    let (channel, ts) = (text("channel"), text("ts"));
+    let limit = text("limit")
+        .parse::<usize>()
+        .unwrap_or(1000)
+        .clamp(1, 1000);
+    let start = text("cursor").parse::<usize>().unwrap_or(0);
+    let with_metadata = text("include_all_metadata") == "true";
+    let thread: Vec<Value> = record
+        .messages
+        .iter()
+        .filter(|m| m["channel"] == channel && (m["ts"] == ts || m["thread_ts"] == ts))
+        .map(|m| {
+            let mut m = m.clone();
+            if let Some(o) = m.as_object_mut() {
+                o.remove("channel");
+                if !with_metadata {
+                    o.remove("metadata");
+                }
+            }
+            m
+        })
+        .collect();
+    let page: Vec<Value> = thread.iter().skip(start).take(limit).cloned().collect();
+    let next = start + page.len();
+    let next_cursor = if next < thread.len() {
+        next.to_string()
+    } else {
+        String::new()
+    };
+    json!({
+        "ok": true,
+        "messages": page,
+        "has_more": !next_cursor.is_empty(),
+        "response_metadata": { "next_cursor": next_cursor },
+    })
+}
+
+/// A new message `ts`: `1700000100.000100`, then `.000101`, ….
+fn next_ts(record: &mut Record) -> String {
+    let ts = format!("1700000100.{:06}", 100 + record.posts);
+    record.posts += 1;
+    ts
+}
+
+/// The stored message `body[channel]` / `body[ts_field]` names.
+fn find<'r>(record: &'r mut Record, body: &Value, ts_field: &str) -> Option<&'r mut Value> {
+    let (channel, ts) = (&body["channel"], &body[ts_field]);
+    record
+        .messages
+        .iter_mut()
+        .find(|m| m["channel"] == *channel && m["ts"] == *ts)
+}
+
+/// Slack's documented Block Kit limits, checked as Slack checks a message's
+/// `blocks`: the errors `invalid_blocks` would list, `None` when they fit.
+fn invalid_blocks(body: &Value) -> Option<Vec<String>> {
+    let blocks = body.get("blocks")?.as_array()?;
+    let mut errors = Vec::new();
+    let chars = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
+    if blocks.len() > 50 {
+        errors.push("no more than 50 items allowed [json-pointer:/blocks]".to_owned());
+    }
+    let mut action_ids = std::collections::HashSet::new();
+    let mut tables = 0;
+    for (i, b) in blocks.iter().enumerate() {
+        let at = |what: &str| format!("{what} [json-pointer:/blocks/{i}]");
+        match b["type"].as_str().unwrap_or_default() {
+            "header" if chars(&b["text"]["text"]) > 150 => {
+                errors.push(at("must be less than 151 characters"));
+            }
+            "section" => {
+                if chars(&b["text"]["text"]) > 3000 {
+                    errors.push(at("must be less than 3001 characters"));
+                }
+                let fields = b["fields"].as_array().map_or(&[][..], Vec::as_slice);
+                if fields.len() > 10 || fields.iter().any(|f| chars(&f["text"]) > 2000) {
+                    errors.push(at("fields: no more than 10 items of 2000 characters"));
+                }
+            }
+            "actions" => {
+                let elements = b["elements"].as_array().map_or(&[][..], Vec::as_slice);
+                if elements.len() > 25 {
+                    errors.push(at("no more than 25 items allowed"));
+                }
+                for e in elements {
+                    if chars(&e["text"]["text"]) > 75 {
+                        errors.push(at("button text must be less than 76 characters"));
+                    }
+                    if let Some(id) = e["action_id"].as_str()
+                        && (!action_ids.insert(id.to_owned()) || id.chars().count() > 255)
+                    {
+                        errors.push(at("action_id must be unique and under 256 characters"));
+                    }
+                }
+            }
+            "table" => {
+                tables += 1;
+                if tables > 1 {
+                    errors.push(at("only one table allowed"));
+                }
+            }
+            _ => {}
+        }
+    }
+    (!errors.is_empty()).then_some(errors)
+}
