@@ -378,6 +378,47 @@ pub trait PlatformAdapter: std::any::Any + Send + Sync + 'static {
         Err(AdapterError::Unsupported("looking users up"))
     }
 
+    /// Starts a native stream in the thread: a message (or a run of them)
+    /// that grows as text is appended, with `text` (Markdown) as its first
+    /// content; `recipient` is the user the answer is for (Slack needs it
+    /// outside direct messages). Returns the stream's message.
+    ///
+    /// Refusing — [`AdapterError::Unsupported`] (the default: no native
+    /// streaming) or the platform's [`AdapterError::Api`] refusal — is not a
+    /// failure of the stream: the runtime then streams by one post and
+    /// throttled edits.
+    async fn start_stream(
+        &self,
+        thread: &ThreadRef,
+        text: &str,
+        recipient: Option<&str>,
+    ) -> Result<MessageRef, AdapterError> {
+        let _ = (thread, text, recipient);
+        Err(AdapterError::Unsupported("native streaming"))
+    }
+
+    /// Appends `text` (Markdown) to a stream [`start_stream`](Self::start_stream)
+    /// opened. Default: [`AdapterError::Unsupported`].
+    async fn append_stream(&self, stream: &MessageRef, text: &str) -> Result<(), AdapterError> {
+        let _ = (stream, text);
+        Err(AdapterError::Unsupported("native streaming"))
+    }
+
+    /// Ends a stream; `full_text` is everything it carried, for a platform that
+    /// posts the final answer apart from what it showed while streaming.
+    /// Default: [`AdapterError::Unsupported`].
+    async fn stop_stream(&self, stream: &MessageRef, full_text: &str) -> Result<(), AdapterError> {
+        let _ = (stream, full_text);
+        Err(AdapterError::Unsupported("native streaming"))
+    }
+
+    /// How long a native stream may stay open: the runtime stops it and goes
+    /// on in a new one before then (Slack expires a stream after about five
+    /// minutes). Default: no limit.
+    fn stream_lifetime(&self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// Shows (or with `None` clears) a "working on it" status in the thread, where
     /// the platform has one. Default: nothing to do.
     async fn set_status(

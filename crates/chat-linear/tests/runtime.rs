@@ -41,6 +41,21 @@ fn handler(log: Log) -> impl Fn(Ctx, Event) -> futures_like::Boxed + Send + Sync
                         () = ctx.cancelled() => None,
                     }
                 }
+                Some(t) if t.contains("stream") => {
+                    let words = ["streamed", " in", " parts"].map(str::to_owned);
+                    ctx.thread()
+                        .stream_every(futures_util::stream::iter(words), Duration::from_millis(10))
+                        .await?;
+                    None
+                }
+                Some(t) if t.contains("card") => {
+                    let card = chat_core::card::Card::new()
+                        .header("Status")
+                        .fields([chat_core::card::Field::new("Build", "green")])
+                        .actions([chat_core::card::Button::new("rerun", "Rerun").into()]);
+                    ctx.thread().post(card).await?;
+                    None
+                }
                 Some(t) if t.contains("slow") => {
                     tokio::time::sleep(Duration::from_millis(1500)).await;
                     Some("slow answer".to_owned())
@@ -359,4 +374,60 @@ async fn a_fast_answer_is_never_followed_by_the_first_thought() {
             "{kinds:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_in_a_session_is_thoughts_then_one_response() {
+    let a = agent(|b| b.first_thought(false)).await;
+    let prompt = payloads::session_prompted("act-1", "stream it");
+    assert_eq!(a.send(&prompt, "d-s").await, 200);
+    a.finish().await;
+    let sent = a.fake.calls_of("AgentActivityCreate");
+    let kinds: Vec<(String, bool)> = sent
+        .iter()
+        .map(|c| {
+            (
+                c.input()["content"]["type"].as_str().unwrap().to_owned(),
+                c.input()["ephemeral"] == true,
+            )
+        })
+        .collect();
+    let last = kinds.last().unwrap().clone();
+    assert_eq!(last, ("response".to_owned(), false));
+    assert!(
+        kinds[..kinds.len() - 1]
+            .iter()
+            .all(|k| *k == ("thought".to_owned(), true))
+    );
+    assert!(kinds.len() >= 2, "{kinds:?}");
+    assert_eq!(a.activities().last().unwrap().1, "streamed in parts");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_in_a_comment_thread_edits_one_comment_in_place() {
+    let a = agent(|b| b.mention_name("helper")).await;
+    let reply = payloads::comment_created("c-reply", Some("c-root"), USER, "@helper stream it");
+    assert_eq!(a.send(&reply, "d-c").await, 200);
+    a.finish().await;
+    let created = a.fake.calls_of("CommentCreate");
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].input()["body"], "streamed");
+    let updates = a.fake.calls_of("CommentUpdate");
+    assert!(!updates.is_empty());
+    assert_eq!(updates.last().unwrap().input()["body"], "streamed in parts");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_card_in_a_session_is_a_markdown_response() {
+    let a = agent(|b| b.first_thought(false)).await;
+    let prompt = payloads::session_prompted("act-1", "show the card");
+    assert_eq!(a.send(&prompt, "d-k").await, 200);
+    a.finish().await;
+    assert_eq!(
+        a.activities(),
+        [(
+            "response".to_owned(),
+            "### Status\n\n**Build:** green\n\n_Not shown on Linear: Rerun_".to_owned()
+        )]
+    );
 }

@@ -103,6 +103,7 @@ impl Ctx {
             i.deadline,
             i.user_ttl,
         )
+        .answering(recipient_of(&i.event))
         .for_run(Replies {
             event_id: i.event.id.clone(),
             attempt: i.attempt,
@@ -292,4 +293,15 @@ pub enum Replied {
     /// After the response, through the platform's later channel (Slack's
     /// `response_url`).
     Later,
+}
+
+/// The user an event's answer is for: its author.
+fn recipient_of(event: &Event) -> Option<String> {
+    match &event.kind {
+        chat_core::EventKind::Message(m) => Some(m.author.id.clone()),
+        chat_core::EventKind::SlashCommand(c) => Some(c.user.id.clone()),
+        chat_core::EventKind::Action(a) => Some(a.user.id.clone()),
+        chat_core::EventKind::AgentSession(s) => Some(s.user.id.clone()),
+        _ => None,
+    }
 }

@@ -106,5 +106,5 @@ pub use options::{
 };
 pub use outcome::{Observer, Outcome, OutcomeRecord};
 pub use signal::shutdown_signal;
-pub use thread::{SentMessage, Thread};
+pub use thread::{DEFAULT_STREAM_INTERVAL, SentMessage, Thread};
 pub use webhook::WebhookService;

@@ -18,6 +18,9 @@ use tokio::time::Instant;
 use crate::cancel::Cancel;
 use crate::keeper::LeaseState;
 
+/// How often the fallback of [`Thread::stream`] edits its message at most.
+pub const DEFAULT_STREAM_INTERVAL: Duration = Duration::from_millis(500);
+
 /// How many messages [`Thread::history`] asks for per page.
 const HISTORY_PAGE: usize = 200;
 
@@ -67,6 +70,8 @@ pub struct Thread {
     deadline: Option<Instant>,
     user_ttl: Duration,
     replies: Option<Replies>,
+    /// The user the run answers (the event's author), for a stream.
+    recipient: Option<String>,
 }
 
 impl std::fmt::Debug for Thread {
@@ -107,7 +112,14 @@ impl Thread {
             deadline,
             user_ttl,
             replies: None,
+            recipient: None,
         }
+    }
+
+    /// With the user the thread's answers are for.
+    pub(crate) fn answering(mut self, recipient: Option<String>) -> Self {
+        self.recipient = recipient.filter(|r| !r.is_empty());
+        self
     }
 
     /// The handle of one run: its posts are keyed, and refused once the run's
@@ -169,6 +181,150 @@ impl Thread {
             thread: self.clone(),
             message,
         })
+    }
+
+    /// Streams an answer into the thread as its chunks arrive (an LLM's
+    /// tokens, say), as Markdown; returns the message that holds it (the last
+    /// one, when a long stream was rotated). Edits happen at most every
+    /// [`DEFAULT_STREAM_INTERVAL`]; see [`stream_every`](Self::stream_every).
+    ///
+    /// Natively where the platform streams (Slack `chat.startStream` /
+    /// `appendStream` / `stopStream` in threads, rotated before Slack's
+    /// stream expiry; Linear agent sessions: ephemeral thoughts, then one
+    /// final response); elsewhere, or when the platform refuses to stream,
+    /// by one post of the first chunk and throttled edits of the whole text,
+    /// each after the previous one completed, and a final edit. Rate limits
+    /// are waited out within the run's deadline.
+    ///
+    /// # Errors
+    /// [`AdapterError::Invalid`] for a stream that ends without any text;
+    /// the adapter's errors otherwise.
+    pub async fn stream<S>(&self, chunks: S) -> Result<SentMessage, AdapterError>
+    where
+        S: Stream<Item = String> + Send,
+    {
+        self.stream_every(chunks, DEFAULT_STREAM_INTERVAL).await
+    }
+
+    /// [`stream`](Self::stream), with edits of the fallback at most every
+    /// `interval`.
+    ///
+    /// # Errors
+    /// As [`stream`](Self::stream).
+    pub async fn stream_every<S>(
+        &self,
+        chunks: S,
+        interval: Duration,
+    ) -> Result<SentMessage, AdapterError>
+    where
+        S: Stream<Item = String> + Send,
+    {
+        use futures_util::StreamExt;
+        let chunks = chunks.filter(|c| std::future::ready(!c.is_empty())).fuse();
+        futures_util::pin_mut!(chunks);
+        let Some(first) = chunks.next().await else {
+            return Err(AdapterError::Invalid(
+                "a stream without any text".to_owned(),
+            ));
+        };
+        let started = self
+            .bounded(
+                self.adapter
+                    .start_stream(&self.thread, &first, self.recipient.as_deref()),
+            )
+            .await;
+        match started {
+            Ok(stream) => self.stream_natively(stream, first, chunks).await,
+            Err(AdapterError::Unsupported(_) | AdapterError::Api { .. }) => {
+                self.stream_by_edits(first, chunks, interval).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The native stream: each append after the previous one, with what
+    /// arrived meanwhile; a new stream before the platform's lifetime ends.
+    async fn stream_natively<S>(
+        &self,
+        mut stream: MessageRef,
+        first: String,
+        mut chunks: std::pin::Pin<&mut S>,
+    ) -> Result<SentMessage, AdapterError>
+    where
+        S: Stream<Item = String> + Send,
+    {
+        use futures_util::{FutureExt, StreamExt};
+        let lifetime = self.adapter.stream_lifetime();
+        let mut opened = Instant::now();
+        let mut shown = first;
+        while let Some(chunk) = chunks.next().await {
+            let mut text = chunk;
+            // What else is ready joins this append.
+            while let Some(Some(more)) = chunks.next().now_or_never() {
+                text.push_str(&more);
+            }
+            if lifetime.is_some_and(|l| opened.elapsed() >= l) {
+                self.bounded(self.adapter.stop_stream(&stream, &shown))
+                    .await?;
+                stream = self
+                    .bounded(self.adapter.start_stream(
+                        &self.thread,
+                        &text,
+                        self.recipient.as_deref(),
+                    ))
+                    .await?;
+                opened = Instant::now();
+                shown = text;
+                continue;
+            }
+            self.bounded(self.adapter.append_stream(&stream, &text))
+                .await?;
+            shown.push_str(&text);
+        }
+        self.bounded(self.adapter.stop_stream(&stream, &shown))
+            .await?;
+        self.posted.store(true, Ordering::Release);
+        Ok(SentMessage {
+            thread: self.clone(),
+            message: stream,
+        })
+    }
+
+    /// The fallback: one post, then edits of the whole text at most every
+    /// `interval`, each after the previous one completed, and a final edit.
+    async fn stream_by_edits<S>(
+        &self,
+        first: String,
+        mut chunks: std::pin::Pin<&mut S>,
+        interval: Duration,
+    ) -> Result<SentMessage, AdapterError>
+    where
+        S: Stream<Item = String> + Send,
+    {
+        use futures_util::StreamExt;
+        let sent = self.post(OutboundMessage::markdown(first.as_str())).await?;
+        let mut full = first;
+        let mut shown = full.clone();
+        let mut next_edit = Instant::now() + interval;
+        loop {
+            tokio::select! {
+                chunk = chunks.next() => match chunk {
+                    Some(chunk) => full.push_str(&chunk),
+                    None => break,
+                },
+                () = tokio::time::sleep_until(next_edit), if full != shown => {
+                    sent.edit(OutboundMessage::markdown(full.as_str())).await?;
+                    shown.clone_from(&full);
+                    next_edit = Instant::now() + interval;
+                }
+            }
+        }
+        if full != shown {
+            // The final edit keeps the spacing too.
+            tokio::time::sleep_until(next_edit).await;
+            sent.edit(OutboundMessage::markdown(full.as_str())).await?;
+        }
+        Ok(sent)
     }
 
     /// Posts a message only `user` (a platform user id) sees.

@@ -751,6 +751,57 @@ impl PlatformAdapter for SlackAdapter {
         Ok(HistoryPage::new(messages, next))
     }
 
+    /// `chat.startStream` in the thread (a thread is required: a message
+    /// outside one is [`AdapterError::Unsupported`], and the runtime falls
+    /// back to a post and edits), for `recipient` in the thread's workspace.
+    async fn start_stream(
+        &self,
+        thread: &ThreadRef,
+        text: &str,
+        recipient: Option<&str>,
+    ) -> Result<MessageRef, AdapterError> {
+        require_channel(&thread.channel)?;
+        if thread.thread.is_empty() {
+            return Err(AdapterError::Unsupported(
+                "Slack streams only into a thread",
+            ));
+        }
+        let recipient = recipient
+            .filter(|u| !u.is_empty())
+            .map(|user| (user, thread.tenant.as_str()));
+        let posted = self
+            .client_for(&thread.tenant)
+            .await?
+            .start_stream(&thread.channel, &thread.thread, text, recipient)
+            .await?;
+        Ok(MessageRef {
+            thread: thread.clone(),
+            id: posted.ts,
+        })
+    }
+
+    /// `chat.appendStream`.
+    async fn append_stream(&self, stream: &MessageRef, text: &str) -> Result<(), AdapterError> {
+        self.client_for(&stream.thread.tenant)
+            .await?
+            .append_stream(&stream.thread.channel, &stream.id, text)
+            .await
+    }
+
+    /// `chat.stopStream` (what was appended is the message).
+    async fn stop_stream(&self, stream: &MessageRef, full_text: &str) -> Result<(), AdapterError> {
+        let _ = full_text;
+        self.client_for(&stream.thread.tenant)
+            .await?
+            .stop_stream(&stream.thread.channel, &stream.id)
+            .await
+    }
+
+    /// Four minutes: Slack ends a stream after about five.
+    fn stream_lifetime(&self) -> Option<Duration> {
+        Some(Duration::from_secs(4 * 60))
+    }
+
     /// `users.info` (needs `users:read`; the email needs `users:read.email`).
     async fn user(&self, tenant: &TenantId, id: &str) -> Result<UserInfo, AdapterError> {
         let user = self.client_for(tenant).await?.user_info(id).await?;

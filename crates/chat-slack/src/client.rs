@@ -602,6 +602,52 @@ impl SlackClient {
         self.call_form("conversations.replies", &form).await
     }
 
+    /// `chat.startStream`: opens a streaming reply in thread `thread_ts` of
+    /// `channel` with `markdown_text`, for `recipient` (user, team) — Slack
+    /// requires it outside direct messages. Returns the stream's message.
+    pub async fn start_stream(
+        &self,
+        channel: &str,
+        thread_ts: &str,
+        markdown_text: &str,
+        recipient: Option<(&str, &str)>,
+    ) -> Result<PostedMessage, AdapterError> {
+        let mut body = json!({
+            "channel": channel,
+            "thread_ts": thread_ts,
+            "markdown_text": markdown_text,
+        });
+        if let Some((user, team)) = recipient {
+            body["recipient_user_id"] = json!(user);
+            body["recipient_team_id"] = json!(team);
+        }
+        let answer = self.call("chat.startStream", &body).await?;
+        let ts = answer["ts"]
+            .as_str()
+            .ok_or_else(|| AdapterError::Decode("chat.startStream answer without ts".into()))?;
+        Ok(PostedMessage {
+            channel: answer["channel"].as_str().unwrap_or(channel).to_owned(),
+            ts: ts.to_owned(),
+        })
+    }
+
+    /// `chat.appendStream`: appends `markdown_text` to stream `ts`.
+    pub async fn append_stream(
+        &self,
+        channel: &str,
+        ts: &str,
+        markdown_text: &str,
+    ) -> Result<(), AdapterError> {
+        let body = json!({ "channel": channel, "ts": ts, "markdown_text": markdown_text });
+        self.call("chat.appendStream", &body).await.map(drop)
+    }
+
+    /// `chat.stopStream`: ends stream `ts`.
+    pub async fn stop_stream(&self, channel: &str, ts: &str) -> Result<(), AdapterError> {
+        let body = json!({ "channel": channel, "ts": ts });
+        self.call("chat.stopStream", &body).await.map(drop)
+    }
+
     /// `users.info`: the user object of `user`.
     pub async fn user_info(&self, user: &str) -> Result<Value, AdapterError> {
         let answer = self.call_form("users.info", &[("user", user)]).await?;

@@ -23,7 +23,7 @@ use tower::ServiceExt;
 
 const CHANNEL: &str = "C0TALK";
 const ROOT: &str = "1700000000.000100";
-const PATIENCE: Duration = Duration::from_secs(15);
+const PATIENCE: Duration = Duration::from_secs(3600);
 
 /// What the handler saw, for the test to assert on.
 type Seen = Arc<Mutex<Vec<String>>>;
@@ -40,6 +40,8 @@ where
         .bot_user_id(BOT_USER)
         .bot_id(BOT_ID)
         .api_base_url(fake.base_url())
+        // Paused-clock tests jump time while a call waits on its socket.
+        .request_timeout(Duration::from_secs(24 * 3600))
         .build()
         .unwrap();
     Bot::builder()
@@ -47,7 +49,7 @@ where
         .adapter(adapter)
         .options(RuntimeOptions {
             dispatch: Dispatch::Deferred,
-            detach_timeout: Duration::from_secs(30),
+            detach_timeout: Duration::from_secs(3600),
             ..RuntimeOptions::default()
         })
         .on_new_mention(handler)
@@ -296,4 +298,124 @@ async fn a_handler_reaches_the_slack_client_through_the_typed_way_down() {
     let pins = fake.calls_of("pins.add");
     assert_eq!(pins.len(), 1);
     assert_eq!(pins[0].authorization.as_deref(), Some("Bearer xoxb-talk"));
+}
+
+/// `words` one after another, `gap` apart on tokio's clock.
+fn words(words: &[&str], gap: Duration) -> impl futures_util::Stream<Item = String> + Send + use<> {
+    let words: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
+    futures_util::stream::unfold(words.into_iter(), move |mut rest| async move {
+        let word = rest.next()?;
+        tokio::time::sleep(gap).await;
+        Some((word, rest))
+    })
+}
+
+fn texts(fake: &FakeSlack) -> Vec<String> {
+    fake.thread(CHANNEL, ROOT)
+        .iter()
+        .map(|m| m["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_goes_out_natively_in_the_thread() {
+    let fake = FakeSlack::start().await;
+    let bot = bot(&fake, |ctx: Ctx, _e: Event| async move {
+        let sent = ctx
+            .thread()
+            .stream(words(&["Hello", " wor", "ld"], Duration::from_millis(50)))
+            .await?;
+        assert!(!sent.id().is_empty());
+        Ok(())
+    });
+    mention(&bot, "Ev1", "1700000001.000001").await;
+    let start = fake.calls_of("chat.startStream");
+    assert_eq!(start.len(), 1);
+    assert_eq!(start[0].body["thread_ts"], ROOT);
+    assert_eq!(start[0].body["markdown_text"], "Hello");
+    assert_eq!(start[0].body["recipient_user_id"], "U0HUMAN");
+    assert_eq!(start[0].body["recipient_team_id"], TEAM);
+    assert_eq!(fake.calls_of("chat.appendStream").len(), 2);
+    assert_eq!(fake.calls_of("chat.stopStream").len(), 1);
+    assert!(fake.calls_of("chat.postMessage").is_empty());
+    assert_eq!(texts(&fake), ["Hello world"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_stream_falls_back_to_a_post_and_throttled_edits() {
+    let fake = FakeSlack::start().await;
+    fake.fail("chat.startStream", "not_allowed", 1);
+    let bot = bot(&fake, |ctx: Ctx, _e: Event| async move {
+        let chunks: Vec<String> = (0..20).map(|n| format!("w{n} ")).collect();
+        let refs: Vec<&str> = chunks.iter().map(String::as_str).collect();
+        ctx.thread()
+            .stream(words(&refs, Duration::from_millis(100)))
+            .await?;
+        Ok(())
+    });
+    mention(&bot, "Ev1", "1700000001.000001").await;
+    let full: String = (0..20).map(|n| format!("w{n} ")).collect();
+    assert_eq!(fake.posts().len(), 1);
+    assert_eq!(
+        fake.posts()[0].body["text"],
+        "w0",
+        "Markdown, sent as mrkdwn"
+    );
+    let edits = fake.calls_of("chat.update");
+    // 2 s of chunks, an edit at most every 500 ms, and the final one.
+    assert!((2..=6).contains(&edits.len()), "{} edits", edits.len());
+    for pair in edits.windows(2) {
+        assert!(pair[1].at - pair[0].at >= Duration::from_millis(500));
+    }
+    assert_eq!(edits.last().unwrap().body["text"], full.trim_end());
+    assert_eq!(texts(&fake), [full.trim_end()]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rate_limit_mid_stream_is_waited_out() {
+    let fake = FakeSlack::start().await;
+    fake.enqueue(
+        "chat.appendStream",
+        chat_testkit::SlackReply::json(&json!({ "ok": true })),
+    );
+    fake.rate_limit("chat.appendStream", chat_testkit::RetryAfter::Header(2), 1);
+    let bot = bot(&fake, |ctx: Ctx, _e: Event| async move {
+        ctx.thread()
+            .stream(words(&["a", "b", "c"], Duration::from_millis(10)))
+            .await?;
+        Ok(())
+    });
+    mention(&bot, "Ev1", "1700000001.000001").await;
+    let appends = fake.calls_of("chat.appendStream");
+    assert_eq!(
+        appends.len(),
+        3,
+        "b, then c refused with a 429, then c again"
+    );
+    assert_eq!(appends[1].status, 429);
+    assert!(appends[2].at - appends[1].at >= Duration::from_secs(2));
+    assert_eq!(appends[2].body["markdown_text"], "c");
+    // The first append was scripted: the fake's message saw only the retry.
+    assert_eq!(texts(&fake), ["ac"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_stream_is_rotated_before_slack_expires_it() {
+    let fake = FakeSlack::start().await;
+    let bot = bot(&fake, |ctx: Ctx, _e: Event| async move {
+        // One word a minute for six minutes.
+        ctx.thread()
+            .stream(words(
+                &["1 ", "2 ", "3 ", "4 ", "5 ", "6"],
+                Duration::from_secs(60),
+            ))
+            .await?;
+        Ok(())
+    });
+    mention(&bot, "Ev1", "1700000001.000001").await;
+    let starts = fake.calls_of("chat.startStream");
+    assert_eq!(starts.len(), 2);
+    assert_eq!(fake.calls_of("chat.stopStream").len(), 2);
+    assert!(starts[1].at - starts[0].at <= Duration::from_secs(5 * 60));
+    assert_eq!(texts(&fake).concat(), "1 2 3 4 5 6");
 }

@@ -152,6 +152,72 @@ impl PlatformAdapter for LinearAdapter {
         })
     }
 
+    /// Agent sessions: every chunk an ephemeral `thought` (each replaces the
+    /// one before), then [`stop_stream`](Self::stop_stream) sends the whole
+    /// text as the session's `response`. Comment threads:
+    /// [`AdapterError::Unsupported`], so the runtime edits one comment in
+    /// place.
+    async fn start_stream(
+        &self,
+        thread: &ThreadRef,
+        text: &str,
+        _recipient: Option<&str>,
+    ) -> Result<MessageRef, AdapterError> {
+        match Self::linear_thread(thread)? {
+            LinearThread::AgentSession { session_id } => {
+                let thought = Activity::thought(text).ephemeral();
+                let id = self
+                    .send_activity(Some(&thread.tenant), None, session_id, &thought, true)
+                    .await?;
+                Ok(MessageRef {
+                    thread: thread.clone(),
+                    id,
+                })
+            }
+            _ => Err(AdapterError::Unsupported(
+                "Linear streams natively only in agent sessions",
+            )),
+        }
+    }
+
+    /// An ephemeral `thought` with the chunk.
+    async fn append_stream(&self, stream: &MessageRef, text: &str) -> Result<(), AdapterError> {
+        let LinearThread::AgentSession { session_id } = Self::linear_thread(&stream.thread)? else {
+            return Err(AdapterError::Unsupported(
+                "Linear streams natively only in agent sessions",
+            ));
+        };
+        let thought = Activity::thought(text).ephemeral();
+        self.send_activity(
+            Some(&stream.thread.tenant),
+            None,
+            session_id,
+            &thought,
+            true,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// The session's `response`: the whole text.
+    async fn stop_stream(&self, stream: &MessageRef, full_text: &str) -> Result<(), AdapterError> {
+        let LinearThread::AgentSession { session_id } = Self::linear_thread(&stream.thread)? else {
+            return Err(AdapterError::Unsupported(
+                "Linear streams natively only in agent sessions",
+            ));
+        };
+        let response = Activity::response(full_text);
+        self.send_activity(
+            Some(&stream.thread.tenant),
+            None,
+            session_id,
+            &response,
+            true,
+        )
+        .await
+        .map(drop)
+    }
+
     /// Comments only: agent activities cannot be edited.
     async fn edit(
         &self,

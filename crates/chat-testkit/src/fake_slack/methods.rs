@@ -59,6 +59,40 @@ pub(super) fn success(record: &mut Record, method: &str, body: &Value) -> SlackR
                 .retain(|m| !(m["channel"] == channel && m["ts"] == ts));
             json!({ "ok": true, "channel": channel, "ts": ts })
         }
+        "chat.startStream" => {
+            let ts = next_ts(record);
+            let mut message = json!({
+                "type": "message",
+                "text": body["markdown_text"].as_str().unwrap_or_default(),
+                "user": FakeSlack::BOT_USER_ID,
+                "bot_id": FakeSlack::BOT_ID,
+                "ts": ts,
+                "channel": field("channel"),
+                "streaming": true,
+            });
+            if let Some(thread_ts) = body.get("thread_ts") {
+                message["thread_ts"] = thread_ts.clone();
+            }
+            record.messages.push(message);
+            json!({ "ok": true, "channel": field("channel"), "ts": ts })
+        }
+        "chat.appendStream" | "chat.stopStream" => {
+            let stop = method == "chat.stopStream";
+            match find(record, body, "ts") {
+                Some(m) if m["streaming"] == true => {
+                    if let Some(more) = body["markdown_text"].as_str() {
+                        let text = format!("{}{more}", m["text"].as_str().unwrap_or_default());
+                        m["text"] = json!(text);
+                    }
+                    if stop {
+                        m["streaming"] = json!(false);
+                    }
+                    json!({ "ok": true, "channel": field("channel"), "ts": field("ts") })
+                }
+                Some(_) => json!({ "ok": false, "error": "message_not_in_streaming_state" }),
+                None => json!({ "ok": false, "error": "message_not_found" }),
+            }
+        }
         "users.info" => match body["user"].as_str().and_then(|id| record.users.get(id)) {
             Some(user) => json!({ "ok": true, "user": user }),
             None => json!({ "ok": false, "error": "user_not_found" }),
