@@ -12,7 +12,14 @@ use clap::{Parser, ValueEnum};
 
 /// An echo bot for Slack and Linear on chat-rs: it echoes mentions, DMs and
 /// messages in subscribed threads (with everything it skipped), slash commands
-/// and Linear agent sessions. An adapter whose secret is not set is not mounted.
+/// and Linear agent sessions. A turn whose text (after the mention) starts with
+/// `card: <title>` gets a card (the title, the author's name, an `echo-again`
+/// button that posts `again: <title>`); `stream: <words…>` streams the words
+/// one by one into `echo: <words…>`; `history:` answers `history: N`, the
+/// number of earlier messages in the thread; `file: <text>` uploads `echo.txt`
+/// holding the text. `/echo-form` opens a modal whose submission posts
+/// `form: <value>` to the command's channel. An adapter whose secret is not
+/// set is not mounted.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "echo-bot", version)]
 pub struct Args {
@@ -205,6 +212,9 @@ pub struct Args {
     /// Simulated work before each echo (ms).
     #[arg(long, env = "ECHO_DELAY_MS", default_value_t = 0)]
     pub echo_delay_ms: u64,
+    /// Pause between the chunks of a `stream:` answer (ms).
+    #[arg(long, env = "ECHO_STREAM_DELAY_MS", default_value_t = 100)]
+    pub echo_stream_delay_ms: u64,
     /// Append one JSON line per outcome to this file.
     #[arg(long, env = "ECHO_LEDGER")]
     pub ledger: Option<PathBuf>,

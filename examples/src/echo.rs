@@ -3,7 +3,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use chat_core::card::{Button, Card};
 use chat_runtime::{BoxError, Ctx, Event, EventKind};
+
+/// The `action_id` of a card's button: a click posts `again: <title>`.
+pub const AGAIN_ACTION: &str = "echo-again";
 
 /// `echo: <a> | <b> | <c>`: the skipped events' texts in join order, then the
 /// event's own, each without a leading @-mention.
@@ -17,7 +21,8 @@ pub fn echo_text(event: &Event, skipped: &[Arc<Event>]) -> String {
     format!("echo: {}", texts.join(" | "))
 }
 
-/// Drops a leading Slack mention (`<@U0BOT> `).
+/// Drops a leading Slack mention (`<@U0BOT> `) or Linear mention
+/// (`@name `).
 fn strip_mention(text: &str) -> &str {
     let t = text.trim_start();
     match t.strip_prefix("<@").and_then(|rest| rest.split_once('>')) {
@@ -26,23 +31,149 @@ fn strip_mention(text: &str) -> &str {
     }
 }
 
-/// A conversation turn (mention, DM, subscribed message, agent session): subscribe
-/// the thread, simulate `delay` of work (cancellable), post the echo. With `noop`,
-/// nothing at all.
-pub async fn on_turn(ctx: Ctx, event: Event, delay: Duration, noop: bool) -> Result<(), BoxError> {
-    if noop {
-        return Ok(());
+/// What a turn's text asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command<'a> {
+    /// `card: <title>`.
+    Card(&'a str),
+    /// `stream: <words…>`.
+    Stream(&'a str),
+    /// `history:`.
+    History,
+    /// `file: <text>`.
+    File(&'a str),
+    /// Anything else: the echo.
+    Echo,
+}
+
+/// Reads a turn's text (after its mention).
+///
+/// ```
+/// use examples::echo::{Command, command};
+/// assert_eq!(command("<@U1> card: Hello"), Command::Card("Hello"));
+/// assert_eq!(command("stream: a b c"), Command::Stream("a b c"));
+/// assert_eq!(command("history:"), Command::History);
+/// assert_eq!(command("file: notes"), Command::File("notes"));
+/// assert_eq!(command("hello"), Command::Echo);
+/// ```
+pub fn command(text: &str) -> Command<'_> {
+    let text = strip_mention(text);
+    let arg = |prefix: &str| text.strip_prefix(prefix).map(str::trim);
+    if let Some(title) = arg("card:") {
+        Command::Card(title)
+    } else if let Some(words) = arg("stream:") {
+        Command::Stream(words)
+    } else if arg("history:").is_some() {
+        Command::History
+    } else if let Some(content) = arg("file:") {
+        Command::File(content)
+    } else {
+        Command::Echo
     }
-    if !matches!(event.kind, EventKind::AgentSession(_)) {
-        ctx.subscribe().await?;
-    }
-    if !delay.is_zero() {
-        tokio::select! {
-            () = tokio::time::sleep(delay) => {}
-            () = ctx.cancelled() => return Ok(()),
+}
+
+/// How echo-bot answers a conversation turn.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Echo {
+    /// Simulated work before the answer (cancellable).
+    pub delay: Duration,
+    /// The pause between a `stream:` answer's chunks.
+    pub stream_delay: Duration,
+    /// Do nothing at all (benchmarks).
+    pub noop: bool,
+}
+
+impl Echo {
+    /// A conversation turn (mention, DM, subscribed message, agent session):
+    /// subscribe the thread, simulate `delay` of work (cancellable), then
+    /// answer what the text asks for (see [`command`]), by default the echo.
+    pub async fn turn(self, ctx: Ctx, event: Event) -> Result<(), BoxError> {
+        if self.noop {
+            return Ok(());
         }
+        if !matches!(event.kind, EventKind::AgentSession(_)) {
+            ctx.subscribe().await?;
+        }
+        if !self.delay.is_zero() {
+            tokio::select! {
+                () = tokio::time::sleep(self.delay) => {}
+                () = ctx.cancelled() => return Ok(()),
+            }
+        }
+        let thread = ctx.thread();
+        match command(event.text().unwrap_or_default()) {
+            Command::Card(title) => {
+                let name = author_name(&ctx, &event).await;
+                let card = Card::new()
+                    .header(title)
+                    .section(name)
+                    .actions([Button::new(AGAIN_ACTION, "Again").value(title).into()]);
+                thread.post(card).await?;
+            }
+            Command::Stream(words) => {
+                let mut chunks = vec!["echo:".to_owned()];
+                chunks.extend(words.split_whitespace().map(|w| format!(" {w}")));
+                let gap = self.stream_delay;
+                let chunks = futures_util::stream::unfold(
+                    (chunks.into_iter(), true),
+                    move |(mut rest, first)| async move {
+                        let chunk = rest.next()?;
+                        if !first && !gap.is_zero() {
+                            tokio::time::sleep(gap).await;
+                        }
+                        Some((chunk, (rest, false)))
+                    },
+                );
+                thread.stream(chunks).await?;
+            }
+            Command::History => {
+                let earlier = earlier_messages(&ctx, &event).await?;
+                thread.post(format!("history: {earlier}")).await?;
+            }
+            Command::File(content) => {
+                thread
+                    .upload("echo.txt", content.as_bytes().to_vec(), None)
+                    .await?;
+            }
+            Command::Echo => {
+                thread.post(echo_text(&event, ctx.skipped())).await?;
+            }
+        }
+        Ok(())
     }
-    ctx.thread().post(echo_text(&event, ctx.skipped())).await?;
+}
+
+/// The author's display name from the platform (`user()`), else the name
+/// the event carried, else the id.
+async fn author_name(ctx: &Ctx, event: &Event) -> String {
+    let Some(author) = event.message().map(|m| &m.author) else {
+        return "someone".to_owned();
+    };
+    match ctx.thread().user(&author.id).await {
+        Ok(user) => user.display_name,
+        Err(_) => author.name.clone().unwrap_or_else(|| author.id.clone()),
+    }
+}
+
+/// How many of the thread's messages came before the event's.
+async fn earlier_messages(ctx: &Ctx, event: &Event) -> Result<usize, BoxError> {
+    let history = ctx.thread().history(10_000).await?;
+    let own = event.message().map(|m| m.id.as_str());
+    Ok(
+        match history.iter().position(|m| Some(m.id.as_str()) == own) {
+            Some(at) => at,
+            None => history.len(),
+        },
+    )
+}
+
+/// A click on a card's `echo-again` button: `again: <title>` in its thread.
+pub async fn on_again(ctx: Ctx, event: Event) -> Result<(), BoxError> {
+    let title = match &event.kind {
+        EventKind::Action(a) => a.value.clone().unwrap_or_default(),
+        _ => String::new(),
+    };
+    ctx.thread().post(format!("again: {title}")).await?;
     Ok(())
 }
 

@@ -648,3 +648,167 @@ async fn slow_clients_are_cut_off_and_real_deliveries_still_answered() {
     assert_eq!(posts.len(), 1);
     stop(bot).await;
 }
+
+/// `card: <title>`: a card with the title, the author's display name from
+/// `users.info`, and an `echo-again` button; its click posts `again: <title>`
+/// in the same thread.
+#[tokio::test]
+async fn a_card_command_posts_a_card_whose_button_echoes_again() {
+    let fake = FakeSlack::start().await;
+    fake.add_user(json!({
+        "id": slack::USER, "name": "ana", "is_bot": false,
+        "profile": { "display_name": "Ana", "real_name": "Ana Lima" }
+    }));
+    let bot = echo_bot("card")
+        .slack(fake.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    let body = slack::app_mention(
+        "EvCard",
+        REPLY_TS,
+        Some(ROOT_TS),
+        &slack::mentioning("card: Hello"),
+    );
+    assert_eq!(
+        bot.deliver(&Delivery::slack_event(&body))
+            .await
+            .unwrap()
+            .status,
+        200
+    );
+    let posts = fake.wait_for_calls("chat.postMessage", 1, PATIENCE).await;
+    assert_eq!(posts.len(), 1, "{}", bot.log_tail(20));
+    let blocks = &posts[0].body["blocks"];
+    assert_eq!(posts[0].body["thread_ts"], ROOT_TS);
+    assert_eq!(blocks[0]["type"], "header");
+    assert_eq!(blocks[0]["text"]["text"], "Hello");
+    assert_eq!(blocks[1]["text"]["text"], "Ana");
+    assert_eq!(blocks[2]["elements"][0]["action_id"], "echo-again");
+    assert_eq!(blocks[2]["elements"][0]["value"], "Hello");
+    let card_ts = fake.posts()[0].body["ts"].as_str().map(str::to_owned);
+    let card_ts = card_ts.unwrap_or_else(|| "1700000100.000100".to_owned());
+
+    let click = slack::deliveries().block_actions("echo-again", "Hello", &card_ts, Some(ROOT_TS));
+    assert_eq!(
+        bot.deliver(&Delivery::from(click)).await.unwrap().status,
+        200
+    );
+    let posts = fake.wait_for_calls("chat.postMessage", 2, PATIENCE).await;
+    assert_eq!(posts.len(), 2, "{}", bot.log_tail(20));
+    assert_eq!(posts[1].body["text"], "again: Hello");
+    assert_eq!(posts[1].body["thread_ts"], ROOT_TS);
+    stop(bot).await;
+}
+
+/// `stream: <words…>`: the words streamed one by one into `echo: <words…>`.
+#[tokio::test]
+async fn a_stream_command_streams_the_words_into_the_echo() {
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("stream")
+        .slack(fake.base_url())
+        .env("ECHO_STREAM_DELAY_MS", "20")
+        .spawn()
+        .await
+        .unwrap();
+    let body = slack::app_mention(
+        "EvStream",
+        REPLY_TS,
+        Some(ROOT_TS),
+        &slack::mentioning("stream: one two three"),
+    );
+    assert_eq!(
+        bot.deliver(&Delivery::slack_event(&body))
+            .await
+            .unwrap()
+            .status,
+        200
+    );
+    fake.wait_for_calls("chat.stopStream", 1, PATIENCE).await;
+    bot.wait_for_outcomes("handler-ran", 1, PATIENCE)
+        .await
+        .unwrap();
+    let starts = fake.calls_of("chat.startStream");
+    assert_eq!(starts.len(), 1, "{}", bot.log_tail(20));
+    assert_eq!(starts[0].body["markdown_text"], "echo:");
+    let appended: Vec<Value> = fake
+        .calls_of("chat.appendStream")
+        .iter()
+        .map(|c| c.body["markdown_text"].clone())
+        .collect();
+    assert_eq!(appended, [json!(" one"), json!(" two"), json!(" three")]);
+    let thread = fake.thread(slack::CHANNEL, ROOT_TS);
+    assert_eq!(thread.last().unwrap()["text"], "echo: one two three");
+    stop(bot).await;
+}
+
+/// `history:`: `history: N`, the number of messages before it in the thread.
+#[tokio::test]
+async fn a_history_command_counts_the_earlier_messages() {
+    let fake = FakeSlack::start().await;
+    let human = |ts: &str, text: &str| json!({ "user": slack::USER, "text": text, "ts": ts, "thread_ts": ROOT_TS });
+    fake.add_message(
+        slack::CHANNEL,
+        json!({ "user": slack::USER, "text": "root", "ts": ROOT_TS }),
+    );
+    fake.add_message(slack::CHANNEL, human("1700000010.000100", "one"));
+    fake.add_message(slack::CHANNEL, human("1700000020.000100", "two"));
+    fake.add_message(slack::CHANNEL, human(REPLY_TS, "history:"));
+    let bot = echo_bot("history")
+        .slack(fake.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    let body = slack::app_mention(
+        "EvHistory",
+        REPLY_TS,
+        Some(ROOT_TS),
+        &slack::mentioning("history:"),
+    );
+    assert_eq!(
+        bot.deliver(&Delivery::slack_event(&body))
+            .await
+            .unwrap()
+            .status,
+        200
+    );
+    let posts = fake.wait_for_calls("chat.postMessage", 1, PATIENCE).await;
+    assert_eq!(posts.len(), 1, "{}", bot.log_tail(20));
+    assert_eq!(posts[0].body["text"], "history: 3");
+    stop(bot).await;
+}
+
+/// `file: <text>`: `echo.txt` holding the text, uploaded into the thread.
+#[tokio::test]
+async fn a_file_command_uploads_echo_txt_into_the_thread() {
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("file")
+        .slack(fake.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    let body = slack::app_mention(
+        "EvFile",
+        REPLY_TS,
+        Some(ROOT_TS),
+        &slack::mentioning("file: hello there"),
+    );
+    assert_eq!(
+        bot.deliver(&Delivery::slack_event(&body))
+            .await
+            .unwrap()
+            .status,
+        200
+    );
+    let done = fake
+        .wait_for_calls("files.completeUploadExternal", 1, PATIENCE)
+        .await;
+    assert_eq!(done.len(), 1, "{}", bot.log_tail(20));
+    assert_eq!(done[0].body["channel_id"], slack::CHANNEL);
+    assert_eq!(done[0].body["thread_ts"], ROOT_TS);
+    let id = done[0].body["files"][0]["id"].as_str().unwrap();
+    let (name, bytes) = fake.file(id).expect("the file was uploaded and shared");
+    assert_eq!(name, "echo.txt");
+    assert_eq!(&bytes[..], b"hello there");
+    stop(bot).await;
+}

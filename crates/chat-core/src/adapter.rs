@@ -378,6 +378,20 @@ pub trait PlatformAdapter: std::any::Any + Send + Sync + 'static {
         Err(AdapterError::Unsupported("looking users up"))
     }
 
+    /// Uploads a file named `name` holding `content` into the thread, with
+    /// `comment` as its message; returns the platform's file id. Default:
+    /// [`AdapterError::Unsupported`].
+    async fn upload(
+        &self,
+        thread: &ThreadRef,
+        name: &str,
+        content: Bytes,
+        comment: Option<&str>,
+    ) -> Result<String, AdapterError> {
+        let _ = (thread, name, content, comment);
+        Err(AdapterError::Unsupported("uploading files"))
+    }
+
     /// Starts a native stream in the thread: a message (or a run of them)
     /// that grows as text is appended, with `text` (Markdown) as its first
     /// content; `recipient` is the user the answer is for (Slack needs it

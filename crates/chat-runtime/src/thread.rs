@@ -61,6 +61,8 @@ impl Posts {
 /// | [`SentMessage::react`] / [`unreact`](SentMessage::unreact) | `reactions.add` / `reactions.remove` | comments: `reactionCreate`; unreact unsupported |
 /// | [`history`](Self::history) | `conversations.replies`, cursor pages | unsupported |
 /// | [`user`](Self::user) | `users.info`, cached | unsupported |
+/// | [`upload`](Self::upload) | `files.getUploadURLExternal` + `files.completeUploadExternal` | unsupported |
+/// | [`stream`](Self::stream) | `chat.startStream` / `appendStream` / `stopStream` (fallback: post + edits) | sessions: thoughts, then a response; comments: one comment edited |
 #[derive(Clone)]
 pub struct Thread {
     adapter: Arc<dyn PlatformAdapter>,
@@ -325,6 +327,30 @@ impl Thread {
             sent.edit(OutboundMessage::markdown(full.as_str())).await?;
         }
         Ok(sent)
+    }
+
+    /// Uploads a file named `name` holding `content` into the thread, with
+    /// `comment` as its message; returns the platform's file id.
+    ///
+    /// # Errors
+    /// [`AdapterError::Unsupported`] where the platform takes no uploads
+    /// (Linear).
+    pub async fn upload(
+        &self,
+        name: &str,
+        content: impl Into<Bytes>,
+        comment: Option<&str>,
+    ) -> Result<String, AdapterError> {
+        let r = self
+            .bounded(
+                self.adapter
+                    .upload(&self.thread, name, content.into(), comment),
+            )
+            .await;
+        if r.is_ok() {
+            self.posted.store(true, Ordering::Release);
+        }
+        r
     }
 
     /// Posts a message only `user` (a platform user id) sees.

@@ -751,6 +751,23 @@ impl PlatformAdapter for SlackAdapter {
         Ok(HistoryPage::new(messages, next))
     }
 
+    /// Slack's external upload (`files.getUploadURLExternal`, the bytes,
+    /// `files.completeUploadExternal`) into the thread; needs `files:write`.
+    async fn upload(
+        &self,
+        thread: &ThreadRef,
+        name: &str,
+        content: Bytes,
+        comment: Option<&str>,
+    ) -> Result<String, AdapterError> {
+        require_channel(&thread.channel)?;
+        let thread_ts = Some(thread.thread.as_str()).filter(|t| !t.is_empty());
+        self.client_for(&thread.tenant)
+            .await?
+            .upload_file(&thread.channel, thread_ts, name, content, comment)
+            .await
+    }
+
     /// `chat.startStream` in the thread (a thread is required: a message
     /// outside one is [`AdapterError::Unsupported`], and the runtime falls
     /// back to a post and edits), for `recipient` in the thread's workspace.

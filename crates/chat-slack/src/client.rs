@@ -648,6 +648,59 @@ impl SlackClient {
         self.call("chat.stopStream", &body).await.map(drop)
     }
 
+    /// Uploads a file into `channel` (and thread `thread_ts`), as Slack's
+    /// external upload takes it: `files.getUploadURLExternal` for an upload
+    /// URL, the bytes posted there, then `files.completeUploadExternal`
+    /// shares it with `comment` as its message. Returns the file's id.
+    pub async fn upload_file(
+        &self,
+        channel: &str,
+        thread_ts: Option<&str>,
+        filename: &str,
+        content: bytes::Bytes,
+        comment: Option<&str>,
+    ) -> Result<String, AdapterError> {
+        let length = content.len().to_string();
+        let answer = self
+            .call_form(
+                "files.getUploadURLExternal",
+                &[("filename", filename), ("length", length.as_str())],
+            )
+            .await?;
+        let (Some(url), Some(file_id)) =
+            (answer["upload_url"].as_str(), answer["file_id"].as_str())
+        else {
+            return Err(AdapterError::Decode(
+                "files.getUploadURLExternal answer without upload_url or file_id".into(),
+            ));
+        };
+        let response = self
+            .inner
+            .http
+            .post(url)
+            .header(CONTENT_TYPE, "application/octet-stream")
+            .body(content)
+            .timeout(self.inner.request_timeout)
+            .send()
+            .await
+            .map_err(|e| AdapterError::Transport(Box::new(e)))?;
+        if !response.status().is_success() {
+            return Err(AdapterError::Status(response.status()));
+        }
+        let mut body = json!({
+            "files": [{ "id": file_id, "title": filename }],
+            "channel_id": channel,
+        });
+        if let Some(ts) = thread_ts.filter(|t| !t.is_empty()) {
+            body["thread_ts"] = json!(ts);
+        }
+        if let Some(comment) = comment {
+            body["initial_comment"] = json!(comment);
+        }
+        self.call("files.completeUploadExternal", &body).await?;
+        Ok(file_id.to_owned())
+    }
+
     /// `users.info`: the user object of `user`.
     pub async fn user_info(&self, user: &str) -> Result<Value, AdapterError> {
         let answer = self.call_form("users.info", &[("user", user)]).await?;

@@ -41,9 +41,12 @@ async fn main() -> Result<(), BoxError> {
         None => None,
     };
 
-    let delay = Duration::from_millis(args.echo_delay_ms);
-    let noop = args.echo_noop;
-    let turn = move |ctx: Ctx, event: Event| echo::on_turn(ctx, event, delay, noop);
+    let echo = echo::Echo {
+        delay: Duration::from_millis(args.echo_delay_ms),
+        stream_delay: Duration::from_millis(args.echo_stream_delay_ms),
+        noop: args.echo_noop,
+    };
+    let turn = move |ctx: Ctx, event: Event| echo.turn(ctx, event);
     let observed = Arc::clone(&stats);
     let mut builder = Bot::builder()
         .state_arc(Arc::clone(&state))
@@ -58,6 +61,7 @@ async fn main() -> Result<(), BoxError> {
         .on_subscribed_message(turn)
         .on_agent_session_created(turn)
         .on_agent_session_prompted(turn)
+        .on_action(echo::AGAIN_ACTION, echo::on_again)
         .on_any_slash_command(echo::on_command);
 
     let mut routes = Router::new();

@@ -93,6 +93,24 @@ pub(super) fn success(record: &mut Record, method: &str, body: &Value) -> SlackR
                 None => json!({ "ok": false, "error": "message_not_found" }),
             }
         }
+        "files.getUploadURLExternal" => {
+            let length = body["length"].as_str().and_then(|l| l.parse::<u64>().ok());
+            match (body["filename"].as_str(), length) {
+                (Some(name), Some(_)) if !name.is_empty() => {
+                    let id = format!("F{:08}", record.files.len() + 1);
+                    record
+                        .files
+                        .insert(id.clone(), (name.to_owned(), None, false));
+                    json!({
+                        "ok": true,
+                        "upload_url": format!("{}/{id}", record.upload_base),
+                        "file_id": id,
+                    })
+                }
+                _ => json!({ "ok": false, "error": "invalid_arguments" }),
+            }
+        }
+        "files.completeUploadExternal" => complete_upload(record, body),
         "users.info" => match body["user"].as_str().and_then(|id| record.users.get(id)) {
             Some(user) => json!({ "ok": true, "user": user }),
             None => json!({ "ok": false, "error": "user_not_found" }),
@@ -233,4 +251,45 @@ fn invalid_blocks(body: &Value) -> Option<Vec<String>> {
         }
     }
     (!errors.is_empty()).then_some(errors)
+}
+
+/// `files.completeUploadExternal`: every file must have been uploaded
+/// (`file_not_found` otherwise); shared into `channel_id` (and `thread_ts`)
+/// as one message with `initial_comment` as its text.
+fn complete_upload(record: &mut Record, body: &Value) -> Value {
+    let files = body["files"].as_array().cloned().unwrap_or_default();
+    let ids: Vec<String> = files
+        .iter()
+        .filter_map(|f| f["id"].as_str().map(str::to_owned))
+        .collect();
+    if ids.is_empty()
+        || ids
+            .iter()
+            .any(|id| !matches!(record.files.get(id), Some((_, Some(_), _))))
+    {
+        return json!({ "ok": false, "error": "file_not_found" });
+    }
+    let mut shared = Vec::new();
+    for id in &ids {
+        if let Some(file) = record.files.get_mut(id) {
+            file.2 = true;
+            shared.push(json!({ "id": id, "name": file.0, "title": file.0 }));
+        }
+    }
+    if let Some(channel) = body["channel_id"].as_str() {
+        let ts = next_ts(record);
+        let mut message = json!({
+            "type": "message",
+            "text": body["initial_comment"].as_str().unwrap_or_default(),
+            "user": FakeSlack::BOT_USER_ID,
+            "ts": ts,
+            "channel": channel,
+            "files": shared,
+        });
+        if let Some(thread_ts) = body.get("thread_ts") {
+            message["thread_ts"] = thread_ts.clone();
+        }
+        record.messages.push(message);
+    }
+    json!({ "ok": true, "files": shared })
 }

@@ -216,6 +216,11 @@ struct Record {
     messages: Vec<Value>,
     /// `users.info`'s users, by id.
     users: HashMap<String, Value>,
+    /// Where `files.getUploadURLExternal` sends uploads
+    /// (`http://127.0.0.1:{port}/upload`).
+    upload_base: String,
+    /// Files: id → (name, bytes uploaded, shared by `completeUploadExternal`).
+    files: HashMap<String, (String, Option<Bytes>, bool)>,
 }
 
 impl Shared {
@@ -253,8 +258,10 @@ impl FakeSlack {
         let app = Router::new()
             .route("/api/{method}", post(answer))
             .route("/hooks/{*path}", post(response_url))
+            .route("/upload/{id}", post(upload))
             .with_state(Arc::clone(&shared));
         let (addr, server) = serve(app).await?;
+        shared.lock().upload_base = format!("http://{addr}/upload");
         Ok(Self {
             shared,
             base_url: format!("http://{addr}/api"),
@@ -338,6 +345,14 @@ impl FakeSlack {
         if let Some(id) = user["id"].as_str() {
             let id = id.to_owned();
             self.shared.lock().users.insert(id, user);
+        }
+    }
+
+    /// A file shared with `files.completeUploadExternal`: its name and bytes.
+    pub fn file(&self, id: &str) -> Option<(String, Bytes)> {
+        match self.shared.lock().files.get(id) {
+            Some((name, Some(bytes), true)) => Some((name.clone(), bytes.clone())),
+            _ => None,
         }
     }
 
@@ -462,6 +477,44 @@ async fn answer(
     for (name, value) in reply.headers {
         response.headers_mut().insert(name, value);
     }
+    response
+}
+
+/// The bytes of a file, posted to the URL `files.getUploadURLExternal`
+/// answered: recorded as a call of the method `upload`; 404 for an unknown
+/// file.
+async fn upload(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    raw_body: Bytes,
+) -> Response {
+    let mut record = shared.lock();
+    let known = match record.files.get_mut(&id) {
+        Some(file) => {
+            file.1 = Some(raw_body.clone());
+            true
+        }
+        None => false,
+    };
+    let status = if known {
+        StatusCode::OK
+    } else {
+        StatusCode::NOT_FOUND
+    };
+    record.calls.push(SlackCall {
+        method: "upload".to_owned(),
+        body: json!({ "file_id": id }),
+        raw_body,
+        authorization: None,
+        content_type: None,
+        at: Instant::now(),
+        status,
+        ok: known,
+    });
+    drop(record);
+    shared.recorded.notify_waiters();
+    let mut response = Response::new(Body::from(if known { "OK" } else { "" }));
+    *response.status_mut() = status;
     response
 }
 
