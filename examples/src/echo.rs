@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chat_core::card::{Button, Card};
+use chat_core::view::{Input, ModalAnswer, View};
 use chat_runtime::{BoxError, Ctx, Event, EventKind};
 
 /// The `action_id` of a card's button: a click posts `again: <title>`.
@@ -174,6 +175,45 @@ pub async fn on_again(ctx: Ctx, event: Event) -> Result<(), BoxError> {
         _ => String::new(),
     };
     ctx.thread().post(format!("again: {title}")).await?;
+    Ok(())
+}
+
+/// The slash command that opens echo-bot's form.
+pub const FORM_COMMAND: &str = "/echo-form";
+/// The form's `callback_id`.
+pub const FORM_CALLBACK: &str = "echo-form";
+
+/// `/echo-form`: a modal with one text input, carrying the command's channel
+/// to its submission.
+pub async fn on_form_command(ctx: Ctx, event: Event) -> Result<(), BoxError> {
+    let trigger = ctx
+        .trigger_id()
+        .ok_or("a slash command without a trigger_id")?
+        .to_owned();
+    let view = View::new(FORM_CALLBACK, "Echo form")
+        .submit("Echo")
+        .metadata(event.thread.channel.clone())
+        .input(Input::text("form", "value", "What should I echo?"));
+    ctx.thread().open_modal(&trigger, &view).await?;
+    Ok(())
+}
+
+/// The form's submission: `form: <value>` in the channel the command came
+/// from; an empty value keeps the form open with an error.
+pub async fn on_form_submit(ctx: Ctx, event: Event) -> Result<(), BoxError> {
+    let EventKind::ModalSubmit(modal) = &event.kind else {
+        return Ok(());
+    };
+    let value = modal.value("form", "value").unwrap_or_default().trim();
+    if value.is_empty() {
+        ctx.answer_modal(&ModalAnswer::errors([("form", "Write something to echo")]))?;
+        return Ok(());
+    }
+    let channel = modal
+        .metadata
+        .as_deref()
+        .ok_or("a form without its channel")?;
+    ctx.channel(channel).post(format!("form: {value}")).await?;
     Ok(())
 }
 

@@ -649,6 +649,21 @@ async fn slow_clients_are_cut_off_and_real_deliveries_still_answered() {
     stop(bot).await;
 }
 
+/// A fresh echo-bot on `fake` (with `env`), sent a mention of `text` in the
+/// thread `ROOT_TS`, acknowledged.
+async fn mentioned(test: &str, fake: &FakeSlack, env: &[(&str, &str)], text: &str) -> EchoBot {
+    let mut command = echo_bot(test).slack(fake.base_url());
+    for (key, value) in env {
+        command = command.env(key, *value);
+    }
+    let bot = command.spawn().await.unwrap();
+    let event_id = format!("Ev{test}");
+    let body = slack::app_mention(&event_id, REPLY_TS, Some(ROOT_TS), &slack::mentioning(text));
+    let answer = bot.deliver(&Delivery::slack_event(&body)).await.unwrap();
+    assert_eq!(answer.status, 200);
+    bot
+}
+
 /// `card: <title>`: a card with the title, the author's display name from
 /// `users.info`, and an `echo-again` button; its click posts `again: <title>`
 /// in the same thread.
@@ -659,24 +674,7 @@ async fn a_card_command_posts_a_card_whose_button_echoes_again() {
         "id": slack::USER, "name": "ana", "is_bot": false,
         "profile": { "display_name": "Ana", "real_name": "Ana Lima" }
     }));
-    let bot = echo_bot("card")
-        .slack(fake.base_url())
-        .spawn()
-        .await
-        .unwrap();
-    let body = slack::app_mention(
-        "EvCard",
-        REPLY_TS,
-        Some(ROOT_TS),
-        &slack::mentioning("card: Hello"),
-    );
-    assert_eq!(
-        bot.deliver(&Delivery::slack_event(&body))
-            .await
-            .unwrap()
-            .status,
-        200
-    );
+    let bot = mentioned("card", &fake, &[], "card: Hello").await;
     let posts = fake.wait_for_calls("chat.postMessage", 1, PATIENCE).await;
     assert_eq!(posts.len(), 1, "{}", bot.log_tail(20));
     let blocks = &posts[0].body["blocks"];
@@ -705,25 +703,13 @@ async fn a_card_command_posts_a_card_whose_button_echoes_again() {
 #[tokio::test]
 async fn a_stream_command_streams_the_words_into_the_echo() {
     let fake = FakeSlack::start().await;
-    let bot = echo_bot("stream")
-        .slack(fake.base_url())
-        .env("ECHO_STREAM_DELAY_MS", "20")
-        .spawn()
-        .await
-        .unwrap();
-    let body = slack::app_mention(
-        "EvStream",
-        REPLY_TS,
-        Some(ROOT_TS),
-        &slack::mentioning("stream: one two three"),
-    );
-    assert_eq!(
-        bot.deliver(&Delivery::slack_event(&body))
-            .await
-            .unwrap()
-            .status,
-        200
-    );
+    let bot = mentioned(
+        "stream",
+        &fake,
+        &[("ECHO_STREAM_DELAY_MS", "20")],
+        "stream: one two three",
+    )
+    .await;
     fake.wait_for_calls("chat.stopStream", 1, PATIENCE).await;
     bot.wait_for_outcomes("handler-ran", 1, PATIENCE)
         .await
@@ -754,24 +740,7 @@ async fn a_history_command_counts_the_earlier_messages() {
     fake.add_message(slack::CHANNEL, human("1700000010.000100", "one"));
     fake.add_message(slack::CHANNEL, human("1700000020.000100", "two"));
     fake.add_message(slack::CHANNEL, human(REPLY_TS, "history:"));
-    let bot = echo_bot("history")
-        .slack(fake.base_url())
-        .spawn()
-        .await
-        .unwrap();
-    let body = slack::app_mention(
-        "EvHistory",
-        REPLY_TS,
-        Some(ROOT_TS),
-        &slack::mentioning("history:"),
-    );
-    assert_eq!(
-        bot.deliver(&Delivery::slack_event(&body))
-            .await
-            .unwrap()
-            .status,
-        200
-    );
+    let bot = mentioned("history", &fake, &[], "history:").await;
     let posts = fake.wait_for_calls("chat.postMessage", 1, PATIENCE).await;
     assert_eq!(posts.len(), 1, "{}", bot.log_tail(20));
     assert_eq!(posts[0].body["text"], "history: 3");
@@ -782,24 +751,7 @@ async fn a_history_command_counts_the_earlier_messages() {
 #[tokio::test]
 async fn a_file_command_uploads_echo_txt_into_the_thread() {
     let fake = FakeSlack::start().await;
-    let bot = echo_bot("file")
-        .slack(fake.base_url())
-        .spawn()
-        .await
-        .unwrap();
-    let body = slack::app_mention(
-        "EvFile",
-        REPLY_TS,
-        Some(ROOT_TS),
-        &slack::mentioning("file: hello there"),
-    );
-    assert_eq!(
-        bot.deliver(&Delivery::slack_event(&body))
-            .await
-            .unwrap()
-            .status,
-        200
-    );
+    let bot = mentioned("file", &fake, &[], "file: hello there").await;
     let done = fake
         .wait_for_calls("files.completeUploadExternal", 1, PATIENCE)
         .await;
@@ -810,5 +762,59 @@ async fn a_file_command_uploads_echo_txt_into_the_thread() {
     let (name, bytes) = fake.file(id).expect("the file was uploaded and shared");
     assert_eq!(name, "echo.txt");
     assert_eq!(&bytes[..], b"hello there");
+    stop(bot).await;
+}
+
+/// `/echo-form` opens a modal with one text input; its submission posts
+/// `form: <value>` in the channel the command came from, and an empty one
+/// keeps the modal open with a field error.
+#[tokio::test]
+async fn the_echo_form_opens_a_modal_whose_submission_is_posted_to_the_channel() {
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("form")
+        .slack(fake.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    let form = slack::slash_command("/echo-form", "", "13345224609.1.form");
+    let answer = bot.deliver(&Delivery::slack_command(&form)).await.unwrap();
+    assert_eq!(answer.status, 200);
+    let opened = fake.wait_for_calls("views.open", 1, PATIENCE).await;
+    assert_eq!(opened.len(), 1, "{}", bot.log_tail(20));
+    let view = &opened[0].body["view"];
+    assert_eq!(opened[0].body["trigger_id"], "13345224609.1.form");
+    assert_eq!(view["callback_id"], "echo-form");
+    assert_eq!(view["private_metadata"], slack::CHANNEL);
+    let inputs = view["blocks"].as_array().unwrap();
+    assert_eq!(inputs.len(), 1);
+    assert_eq!(inputs[0]["element"]["type"], "plain_text_input");
+    let (block, action) = (
+        inputs[0]["block_id"].as_str().unwrap(),
+        inputs[0]["element"]["action_id"].as_str().unwrap(),
+    );
+    let submit = |value: &str| {
+        let mut values = json!({});
+        values[block][action] = json!({ "type": "plain_text_input", "value": value });
+        Delivery::from(slack::deliveries().view_submission_with_metadata(
+            "echo-form",
+            "V0FORM",
+            &values,
+            slack::CHANNEL,
+        ))
+    };
+    let empty = bot.deliver(&submit("  ")).await.unwrap();
+    assert_eq!(empty.status, 200);
+    let json: Value = serde_json::from_str(&empty.body).unwrap();
+    assert_eq!(json["response_action"], "errors");
+    assert!(json["errors"][block].is_string());
+
+    let sent = bot.deliver(&submit("hello form")).await.unwrap();
+    assert_eq!(sent.status, 200);
+    assert!(sent.body.is_empty(), "an empty answer closes the modal");
+    let posts = fake.wait_for_calls("chat.postMessage", 1, PATIENCE).await;
+    assert_eq!(posts.len(), 1, "{}", bot.log_tail(20));
+    assert_eq!(posts[0].body["channel"], slack::CHANNEL);
+    assert_eq!(posts[0].body["text"], "form: hello form");
+    assert!(posts[0].body.get("thread_ts").is_none());
     stop(bot).await;
 }

@@ -10,6 +10,7 @@ use crate::error::{AdapterError, BoxError, WebhookError};
 use crate::event::Event;
 use crate::id::{EventId, Platform, ScopeKey, TenantId, ThreadRef};
 use crate::outbound::{HistoryPage, UserInfo};
+use crate::view::{ModalAnswer, View};
 
 /// What [`PlatformAdapter::parse`] made of a verified delivery.
 #[derive(Debug)]
@@ -376,6 +377,48 @@ pub trait PlatformAdapter: std::any::Any + Send + Sync + 'static {
     async fn user(&self, tenant: &TenantId, id: &str) -> Result<UserInfo, AdapterError> {
         let _ = (tenant, id);
         Err(AdapterError::Unsupported("looking users up"))
+    }
+
+    /// Opens a modal with an interaction's `trigger` (Slack `trigger_id`, valid
+    /// about 3 s); returns the view's id. Default: [`AdapterError::Unsupported`].
+    async fn open_modal(
+        &self,
+        tenant: &TenantId,
+        trigger: &str,
+        view: &View,
+    ) -> Result<String, AdapterError> {
+        let _ = (tenant, trigger, view);
+        Err(AdapterError::Unsupported("modals"))
+    }
+
+    /// Replaces the open view `view_id`. Default: [`AdapterError::Unsupported`].
+    async fn update_modal(
+        &self,
+        tenant: &TenantId,
+        view_id: &str,
+        view: &View,
+    ) -> Result<(), AdapterError> {
+        let _ = (tenant, view_id, view);
+        Err(AdapterError::Unsupported("modals"))
+    }
+
+    /// Pushes a view onto the open modal with a `trigger`; returns its id.
+    /// Default: [`AdapterError::Unsupported`].
+    async fn push_modal(
+        &self,
+        tenant: &TenantId,
+        trigger: &str,
+        view: &View,
+    ) -> Result<String, AdapterError> {
+        let _ = (tenant, trigger, view);
+        Err(AdapterError::Unsupported("modals"))
+    }
+
+    /// The HTTP answer to a modal submission for `answer`, in the platform's
+    /// form (a [`Verdict::Reply`] body). Default: [`AdapterError::Unsupported`].
+    fn modal_answer(&self, answer: &ModalAnswer) -> Result<serde_json::Value, AdapterError> {
+        let _ = answer;
+        Err(AdapterError::Unsupported("modals"))
     }
 
     /// Uploads a file named `name` holding `content` into the thread, with

@@ -455,9 +455,14 @@ pub struct Modal {
     pub view_id: String,
     /// Who submitted or closed it.
     pub user: Author,
-    /// The submitted state values, as the platform sent them.
+    /// The submitted state values, as the platform sent them (read them with
+    /// [`value`](Self::value) and [`values`](Self::values)).
     #[serde(default)]
     pub values: serde_json::Value,
+    /// The view's metadata ([`View::metadata`](crate::view::View::metadata);
+    /// Slack `private_metadata`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<String>,
 }
 
 impl Modal {
@@ -468,6 +473,7 @@ impl Modal {
             view_id: view_id.into(),
             user,
             values: serde_json::Value::Null,
+            metadata: None,
         }
     }
 
@@ -476,6 +482,54 @@ impl Modal {
     pub fn with_values(mut self, values: serde_json::Value) -> Self {
         self.values = values;
         self
+    }
+
+    /// Sets the view's metadata.
+    #[must_use]
+    pub fn with_metadata(mut self, metadata: impl Into<String>) -> Self {
+        self.metadata = Some(metadata.into());
+        self
+    }
+
+    /// The submitted value of the input (`block_id`, `action_id`): a text
+    /// field's text, a select's chosen option's value (or date, user,
+    /// channel), the first checked value; `None` when empty.
+    ///
+    /// ```
+    /// use chat_core::{Author, Modal};
+    /// let modal = Modal::new("form", "V1", Author::new("U1")).with_values(serde_json::json!({
+    ///     "form": { "value": { "type": "plain_text_input", "value": "hello" } },
+    ///     "extras": { "flags": { "type": "checkboxes",
+    ///         "selected_options": [{ "value": "a" }, { "value": "b" }] } },
+    /// }));
+    /// assert_eq!(modal.value("form", "value"), Some("hello"));
+    /// assert_eq!(modal.values("extras", "flags"), ["a", "b"]);
+    /// assert_eq!(modal.value("missing", "value"), None);
+    /// ```
+    pub fn value(&self, block_id: &str, action_id: &str) -> Option<&str> {
+        self.values(block_id, action_id).into_iter().next()
+    }
+
+    /// Every submitted value of the input (`block_id`, `action_id`): the
+    /// checked options of checkboxes or a multi-select, else the one value.
+    pub fn values(&self, block_id: &str, action_id: &str) -> Vec<&str> {
+        let state = &self.values[block_id][action_id];
+        if let Some(options) = state["selected_options"].as_array() {
+            return options.iter().filter_map(|o| o["value"].as_str()).collect();
+        }
+        [
+            &state["value"],
+            &state["selected_option"]["value"],
+            &state["selected_date"],
+            &state["selected_user"],
+            &state["selected_channel"],
+            &state["selected_conversation"],
+        ]
+        .into_iter()
+        .find_map(|v| v.as_str())
+        .filter(|v| !v.is_empty())
+        .into_iter()
+        .collect()
     }
 }
 

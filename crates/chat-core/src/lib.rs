@@ -52,6 +52,7 @@ pub mod installation;
 pub mod kv;
 pub mod outbound;
 pub mod state;
+pub mod view;
 
 pub use adapter::{
     DefaultLockScope, Inbound, MessageRef, OutboundMessage, PlatformAdapter, ReplyKey, Resolution,

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use chat_core::view::ModalAnswer;
 use chat_core::{AdapterError, Event, PlatformAdapter, StateBackend, StateError};
 use tokio::time::Instant;
 
@@ -111,6 +112,51 @@ impl Ctx {
             cancel: i.cancel.clone(),
             lease: i.lease.clone(),
         })
+    }
+
+    /// A channel of the event's workspace to post into (as a new message,
+    /// not in a thread): for answers that belong elsewhere than the event's
+    /// thread, such as a modal submission's result in the channel its
+    /// command came from. Posts are bounded by the run's deadline like the
+    /// thread's.
+    pub fn channel(&self, channel: &str) -> Thread {
+        let i = &self.inner;
+        let thread = chat_core::ThreadRef::new(
+            i.event.thread.platform,
+            i.event.thread.tenant.as_str(),
+            channel,
+            "",
+        );
+        Thread::new(
+            Arc::clone(&i.adapter),
+            Arc::clone(&i.state),
+            thread,
+            Arc::clone(&i.posted),
+            i.deadline,
+            i.user_ttl,
+        )
+    }
+
+    /// The event's trigger for opening a modal (Slack `trigger_id`, from a
+    /// slash command or a button click), if it has one.
+    pub fn trigger_id(&self) -> Option<&str> {
+        match &self.inner.event.kind {
+            chat_core::EventKind::SlashCommand(c) => c.trigger_id.as_deref(),
+            chat_core::EventKind::Action(a) => a.trigger_id.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Answers a modal submission ([`ModalAnswer`]: field errors, update,
+    /// push, clear) in the delivery's HTTP response, as
+    /// [`reply`](Self::reply) does. Returns whether it went in the response.
+    ///
+    /// # Errors
+    /// The adapter's: [`AdapterError::Invalid`] for a view beyond the
+    /// platform's limits; [`AdapterError::Unsupported`] without modals.
+    pub fn answer_modal(&self, answer: &ModalAnswer) -> Result<bool, AdapterError> {
+        let reply = self.inner.adapter.modal_answer(answer)?;
+        Ok(self.reply(reply))
     }
 
     /// The event's adapter as its concrete type — the typed way down to a

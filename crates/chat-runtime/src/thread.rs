@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
+use chat_core::view::View;
 use chat_core::{
     AdapterError, HistoryMessage, KvStore, MessageRef, OutboundMessage, PlatformAdapter, ReplyKey,
     SetMode, StateBackend, ThreadRef, UserInfo,
@@ -61,6 +62,7 @@ impl Posts {
 /// | [`SentMessage::react`] / [`unreact`](SentMessage::unreact) | `reactions.add` / `reactions.remove` | comments: `reactionCreate`; unreact unsupported |
 /// | [`history`](Self::history) | `conversations.replies`, cursor pages | unsupported |
 /// | [`user`](Self::user) | `users.info`, cached | unsupported |
+/// | [`open_modal`](Self::open_modal) / [`update_modal`](Self::update_modal) / [`push_modal`](Self::push_modal) | `views.open` / `views.update` / `views.push` | unsupported |
 /// | [`upload`](Self::upload) | `files.getUploadURLExternal` + `files.completeUploadExternal` | unsupported |
 /// | [`stream`](Self::stream) | `chat.startStream` / `appendStream` / `stopStream` (fallback: post + edits) | sessions: thoughts, then a response; comments: one comment edited |
 #[derive(Clone)]
@@ -327,6 +329,39 @@ impl Thread {
             sent.edit(OutboundMessage::markdown(full.as_str())).await?;
         }
         Ok(sent)
+    }
+
+    /// Opens a modal with an interaction's `trigger` (see
+    /// [`Ctx::trigger_id`](crate::Ctx::trigger_id); Slack's is valid for
+    /// about 3 s); returns the view's id.
+    ///
+    /// # Errors
+    /// [`AdapterError::Invalid`] for a view beyond the platform's limits;
+    /// [`AdapterError::Unsupported`] where there are no modals (Linear).
+    pub async fn open_modal(&self, trigger: &str, view: &View) -> Result<String, AdapterError> {
+        self.bounded(self.adapter.open_modal(&self.thread.tenant, trigger, view))
+            .await
+    }
+
+    /// Replaces the open view `view_id`.
+    ///
+    /// # Errors
+    /// As [`open_modal`](Self::open_modal).
+    pub async fn update_modal(&self, view_id: &str, view: &View) -> Result<(), AdapterError> {
+        self.bounded(
+            self.adapter
+                .update_modal(&self.thread.tenant, view_id, view),
+        )
+        .await
+    }
+
+    /// Pushes a view onto the open modal; returns its id.
+    ///
+    /// # Errors
+    /// As [`open_modal`](Self::open_modal).
+    pub async fn push_modal(&self, trigger: &str, view: &View) -> Result<String, AdapterError> {
+        self.bounded(self.adapter.push_modal(&self.thread.tenant, trigger, view))
+            .await
     }
 
     /// Uploads a file named `name` holding `content` into the thread, with

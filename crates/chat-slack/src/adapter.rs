@@ -751,6 +751,58 @@ impl PlatformAdapter for SlackAdapter {
         Ok(HistoryPage::new(messages, next))
     }
 
+    /// `views.open`.
+    async fn open_modal(
+        &self,
+        tenant: &TenantId,
+        trigger: &str,
+        view: &chat_core::view::View,
+    ) -> Result<String, AdapterError> {
+        let view = crate::views::render(view)?;
+        let answer = self
+            .client_for(tenant)
+            .await?
+            .open_view(trigger, &view)
+            .await?;
+        view_id(&answer)
+    }
+
+    /// `views.update`.
+    async fn update_modal(
+        &self,
+        tenant: &TenantId,
+        view_id: &str,
+        view: &chat_core::view::View,
+    ) -> Result<(), AdapterError> {
+        let view = crate::views::render(view)?;
+        self.client_for(tenant)
+            .await?
+            .update_view(view_id, &view)
+            .await
+            .map(drop)
+    }
+
+    /// `views.push`.
+    async fn push_modal(
+        &self,
+        tenant: &TenantId,
+        trigger: &str,
+        view: &chat_core::view::View,
+    ) -> Result<String, AdapterError> {
+        let view = crate::views::render(view)?;
+        let answer = self
+            .client_for(tenant)
+            .await?
+            .push_view(trigger, &view)
+            .await?;
+        view_id(&answer)
+    }
+
+    /// A `response_action` (see [`views::answer`](crate::views::answer)).
+    fn modal_answer(&self, answer: &chat_core::view::ModalAnswer) -> Result<Value, AdapterError> {
+        crate::views::answer(answer)
+    }
+
     /// Slack's external upload (`files.getUploadURLExternal`, the bytes,
     /// `files.completeUploadExternal`) into the thread; needs `files:write`.
     async fn upload(
@@ -929,4 +981,13 @@ fn ts_millis(ts: &str) -> u64 {
     let secs: u64 = secs.parse().unwrap_or(0);
     let millis: u64 = frac.get(..3).and_then(|f| f.parse().ok()).unwrap_or(0);
     secs.saturating_mul(1000).saturating_add(millis)
+}
+
+/// The id of the view a `views.*` call answered.
+fn view_id(answer: &Value) -> Result<String, AdapterError> {
+    answer
+        .pointer("/view/id")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| AdapterError::Decode("a views answer without view.id".into()))
 }

@@ -792,6 +792,19 @@ impl SlackClient {
         self.call("views.open", &body).await
     }
 
+    /// `views.update`: replaces the view `view_id`.
+    pub async fn update_view(&self, view_id: &str, view: &Value) -> Result<Value, AdapterError> {
+        let body = json!({ "view_id": view_id, "view": view });
+        self.call("views.update", &body).await
+    }
+
+    /// `views.push`: pushes a view on top of the open modal, with a
+    /// `trigger_id`.
+    pub async fn push_view(&self, trigger_id: &str, view: &Value) -> Result<Value, AdapterError> {
+        let body = json!({ "trigger_id": trigger_id, "view": view });
+        self.call("views.push", &body).await
+    }
+
     /// `auth.test`: who the token belongs to.
     pub async fn auth_test(&self) -> Result<BotIdentity, AdapterError> {
         let answer = self.call("auth.test", &json!({})).await?;

@@ -226,6 +226,7 @@ pub mod mrkdwn;
 mod oauth;
 mod respond;
 pub mod signature;
+pub mod views;
 
 pub use adapter::{SlackAdapter, SlackAdapterBuilder};
 pub use chat_core::{Clock, SystemClock};

@@ -419,3 +419,43 @@ async fn a_long_stream_is_rotated_before_slack_expires_it() {
     assert!(starts[1].at - starts[0].at <= Duration::from_secs(5 * 60));
     assert_eq!(texts(&fake).concat(), "1 2 3 4 5 6");
 }
+
+#[tokio::test]
+async fn modals_are_opened_pushed_and_updated_as_rendered_views() {
+    use chat_core::view::{Input, View};
+    let fake = FakeSlack::start().await;
+    let bot = bot(&fake, |ctx: Ctx, _e: Event| async move {
+        let thread = ctx.thread();
+        let first = View::new("first", "First").input(Input::text("a", "b", "Say"));
+        let id = thread.open_modal("trigger.1", &first).await?;
+        thread
+            .push_modal("trigger.2", &View::new("second", "Second"))
+            .await?;
+        thread
+            .update_modal(&id, &View::new("first", "Changed").close("Done"))
+            .await?;
+        let too_long = View::new("x", "a title longer than slack allows");
+        assert!(matches!(
+            thread.open_modal("trigger.3", &too_long).await,
+            Err(chat_core::AdapterError::Invalid(_))
+        ));
+        Ok(())
+    });
+    mention(&bot, "Ev1", "1700000001.000001").await;
+    let opened = fake.calls_of("views.open");
+    assert_eq!(opened.len(), 1, "the invalid view was never sent");
+    assert_eq!(opened[0].body["trigger_id"], "trigger.1");
+    assert_eq!(opened[0].body["view"]["blocks"][0]["type"], "input");
+    assert_eq!(
+        fake.calls_of("views.push")[0].body["view"]["callback_id"],
+        "second"
+    );
+    let updated = &fake.calls_of("views.update")[0].body;
+    assert!(
+        updated["view_id"]
+            .as_str()
+            .is_some_and(|v| v.starts_with('V'))
+    );
+    assert_eq!(updated["view"]["title"]["text"], "Changed");
+    assert_eq!(updated["view"]["close"]["text"], "Done");
+}

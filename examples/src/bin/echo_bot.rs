@@ -62,6 +62,8 @@ async fn main() -> Result<(), BoxError> {
         .on_agent_session_created(turn)
         .on_agent_session_prompted(turn)
         .on_action(echo::AGAIN_ACTION, echo::on_again)
+        .on_slash_command(echo::FORM_COMMAND, echo::on_form_command)
+        .on_modal_submit(Some(echo::FORM_CALLBACK), echo::on_form_submit)
         .on_any_slash_command(echo::on_command);
 
     let mut routes = Router::new();

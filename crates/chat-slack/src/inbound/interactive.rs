@@ -142,13 +142,16 @@ fn view(cx: &Context, i: &Interaction, submitted: bool) -> Result<Inbound, Webho
         .to_owned();
     let id = id(cx, i);
     let root = view_thread(i).unwrap_or_else(|| view_id.clone());
-    let modal = Modal::new(v.callback_id.clone().unwrap_or_default(), view_id, user(i))
-        .with_values(
-            v.state
-                .as_ref()
-                .and_then(|s| s.values.clone())
-                .unwrap_or(serde_json::Value::Null),
-        );
+    let mut modal = Modal::new(v.callback_id.clone().unwrap_or_default(), view_id, user(i));
+    if let Some(metadata) = present(v.private_metadata.as_ref()) {
+        modal = modal.with_metadata(metadata);
+    }
+    let modal = modal.with_values(
+        v.state
+            .as_ref()
+            .and_then(|s| s.values.clone())
+            .unwrap_or(serde_json::Value::Null),
+    );
     let kind = if submitted {
         EventKind::ModalSubmit(modal)
     } else {

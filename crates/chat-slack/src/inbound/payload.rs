@@ -245,6 +245,7 @@ pub(crate) struct View {
     pub(crate) id: Option<String>,
     pub(crate) root_view_id: Option<String>,
     pub(crate) callback_id: Option<String>,
+    pub(crate) private_metadata: Option<String>,
     pub(crate) app_installed_team_id: Option<String>,
     pub(crate) state: Option<ViewState>,
 }

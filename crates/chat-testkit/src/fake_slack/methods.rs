@@ -116,7 +116,12 @@ pub(super) fn success(record: &mut Record, method: &str, body: &Value) -> SlackR
             None => json!({ "ok": false, "error": "user_not_found" }),
         },
         "chat.postEphemeral" => json!({ "ok": true, "message_ts": next_ts(record) }),
-        "views.open" => {
+        "views.update" => {
+            let mut view = field("view");
+            view["id"] = field("view_id");
+            json!({ "ok": true, "view": view })
+        }
+        "views.open" | "views.push" => {
             let mut view = field("view");
             if let Some(v) = view.as_object_mut() {
                 v.insert(

@@ -269,6 +269,18 @@ impl SlackDeliveries {
         view_id: &str,
         values: &Value,
     ) -> http::Request<Bytes> {
+        self.view_submission_with_metadata(callback_id, view_id, values, "")
+    }
+
+    /// [`view_submission`](Self::view_submission) of a view opened with
+    /// `private_metadata`, which Slack sends back with the submission.
+    pub fn view_submission_with_metadata(
+        &self,
+        callback_id: &str,
+        view_id: &str,
+        values: &Value,
+        private_metadata: &str,
+    ) -> http::Request<Bytes> {
         let payload = json!({
             "type": "view_submission",
             "team": {"id": self.team, "domain": "example"},
@@ -281,7 +293,7 @@ impl SlackDeliveries {
                 "team_id": self.team,
                 "type": "modal",
                 "callback_id": callback_id,
-                "private_metadata": "",
+                "private_metadata": private_metadata,
                 "hash": "156772938.1827394",
                 "root_view_id": view_id,
                 "app_installed_team_id": self.team,
