@@ -52,13 +52,20 @@ pub enum Command<'a> {
 /// ```
 /// use examples::echo::{Command, command};
 /// assert_eq!(command("<@U1> card: Hello"), Command::Card("Hello"));
+/// assert_eq!(command("@agent card: Hello"), Command::Card("Hello"));
 /// assert_eq!(command("stream: a b c"), Command::Stream("a b c"));
 /// assert_eq!(command("history:"), Command::History);
 /// assert_eq!(command("file: notes"), Command::File("notes"));
 /// assert_eq!(command("hello"), Command::Echo);
 /// ```
 pub fn command(text: &str) -> Command<'_> {
-    let text = strip_mention(text);
+    let mut text = strip_mention(text);
+    // A Linear mention: `@agent card: …`.
+    if let Some(rest) = text.strip_prefix('@')
+        && let Some((_, after)) = rest.split_once(char::is_whitespace)
+    {
+        text = after.trim_start();
+    }
     let arg = |prefix: &str| text.strip_prefix(prefix).map(str::trim);
     if let Some(title) = arg("card:") {
         Command::Card(title)

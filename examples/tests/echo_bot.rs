@@ -818,3 +818,73 @@ async fn the_echo_form_opens_a_modal_whose_submission_is_posted_to_the_channel()
     assert!(posts[0].body.get("thread_ts").is_none());
     stop(bot).await;
 }
+
+/// On Linear, `stream:` is ephemeral thoughts then one final response, and
+/// `card:` a Markdown response.
+#[tokio::test]
+async fn on_linear_a_stream_is_thoughts_then_a_response_and_a_card_is_markdown() {
+    let fake = FakeLinear::start().await;
+    let bot = echo_bot("linear-rich")
+        .linear(fake.endpoint())
+        .env("ECHO_STREAM_DELAY_MS", "10")
+        .spawn()
+        .await
+        .unwrap();
+    let streamed = linear::session_created(SESSION, "@echo-bot stream: alpha beta");
+    let delivery = "4f1c2d3e-0000-4000-8000-0000000000a1";
+    assert_eq!(
+        bot.deliver(&Delivery::linear(&streamed, delivery))
+            .await
+            .unwrap()
+            .status,
+        200
+    );
+    bot.wait_for_outcomes("handler-ran", 1, PATIENCE)
+        .await
+        .unwrap();
+    let sent = fake.calls_of("AgentActivityCreate");
+    let last = sent.last().unwrap();
+    assert_eq!(last.activity_type(), Some("response"), "{sent:?}");
+    assert_eq!(last.activity_body(), Some("echo: alpha beta"));
+    let thoughts: Vec<&str> = sent[..sent.len() - 1]
+        .iter()
+        .filter(|a| a.input()["ephemeral"] == true)
+        .filter_map(|a| a.activity_body())
+        .collect();
+    assert!(
+        thoughts.ends_with(&["echo:", " alpha", " beta"]),
+        "{thoughts:?}"
+    );
+
+    let session = "e7a1b2c3-0000-4000-8000-0000000000c4";
+    let card = linear::session_created(session, "@echo-bot card: Deploy");
+    let delivery = "4f1c2d3e-0000-4000-8000-0000000000a2";
+    assert_eq!(
+        bot.deliver(&Delivery::linear(&card, delivery))
+            .await
+            .unwrap()
+            .status,
+        200
+    );
+    bot.wait_for_outcomes("handler-ran", 2, PATIENCE)
+        .await
+        .unwrap();
+    let responses: Vec<String> = fake
+        .calls_of("AgentActivityCreate")
+        .iter()
+        .filter(|a| a.input()["agentSessionId"] == session && a.activity_type() == Some("response"))
+        .filter_map(|a| a.activity_body().map(str::to_owned))
+        .collect();
+    assert_eq!(responses.len(), 1, "{}", bot.log_tail(20));
+    assert!(
+        responses[0].starts_with("### Deploy\n\n"),
+        "{}",
+        responses[0]
+    );
+    assert!(
+        responses[0].contains("_Not shown on Linear: Again_"),
+        "{}",
+        responses[0]
+    );
+    stop(bot).await;
+}

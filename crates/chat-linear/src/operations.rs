@@ -151,6 +151,129 @@ pub(crate) fn comment_create(
     }
 }
 
+pub(crate) const USER: &str = "query User($id: String!) {
+  user(id: $id) {
+    id
+    name
+    displayName
+    email
+    app
+  }
+}";
+
+pub(crate) const COMMENT_THREAD: &str =
+    "query CommentThread($id: String!, $first: Int, $after: String) {
+  comment(id: $id) {
+    id
+    body
+    createdAt
+    user {
+      id
+      displayName
+      app
+      isMe
+    }
+    botActor {
+      id
+      name
+    }
+    children(first: $first, after: $after, orderBy: createdAt) {
+      nodes {
+        id
+        body
+        createdAt
+        user {
+          id
+          displayName
+          app
+          isMe
+        }
+        botActor {
+          id
+          name
+        }
+      }
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
+    }
+  }
+}";
+
+pub(crate) const SESSION_ACTIVITIES: &str =
+    "query SessionActivities($id: String!, $first: Int, $after: String) {
+  agentSession(id: $id) {
+    activities(first: $first, after: $after, orderBy: createdAt) {
+      nodes {
+        id
+        createdAt
+        user {
+          id
+          displayName
+          app
+          isMe
+        }
+        content {
+          ... on AgentActivityPromptContent {
+            body
+          }
+          ... on AgentActivityThoughtContent {
+            body
+          }
+          ... on AgentActivityResponseContent {
+            body
+          }
+          ... on AgentActivityErrorContent {
+            body
+          }
+          ... on AgentActivityElicitationContent {
+            body
+          }
+          ... on AgentActivityActionContent {
+            action
+            parameter
+          }
+        }
+      }
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
+    }
+  }
+}";
+
+/// The `user` with `id`.
+pub(crate) fn user(id: &str) -> Operation {
+    Operation {
+        name: "User",
+        document: USER,
+        variables: json!({ "id": id }),
+        field: "user",
+    }
+}
+
+/// A page of the replies of root comment `id` (with the root itself).
+pub(crate) fn comment_thread(id: &str, first: usize, after: Option<&str>) -> Operation {
+    Operation {
+        name: "CommentThread",
+        document: COMMENT_THREAD,
+        variables: json!({ "id": id, "first": first, "after": after }),
+        field: "comment",
+    }
+}
+
+/// A page of the activities of session `id`.
+pub(crate) fn session_activities(id: &str, first: usize, after: Option<&str>) -> Operation {
+    Operation {
+        name: "SessionActivities",
+        document: SESSION_ACTIVITIES,
+        variables: json!({ "id": id, "first": first, "after": after }),
+        field: "agentSession",
+    }
+}
+
 /// The `agentActivity` with `id`, to learn whether it exists.
 pub(crate) fn agent_activity(id: &str) -> Operation {
     Operation {

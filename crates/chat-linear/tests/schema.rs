@@ -248,6 +248,27 @@ async fn everything_the_client_sends() -> Vec<Value> {
     linear.react(&theirs, ":eyes:").await.unwrap();
     linear.delete(&reply).await.unwrap();
 
+    // Reading back: a thread's history (both kinds, two pages), a user.
+    fake.add_comment(json!({
+        "id": "c-root", "body": "Why is this flaky?", "createdAt": "2026-12-01T09:00:00.000Z",
+        "user": { "id": USER, "displayName": "ana", "app": false, "isMe": false },
+    }));
+    fake.add_user(json!({ "id": USER, "name": "Ana Lima", "displayName": "ana", "email": "ana@example.com", "app": false }));
+    let history = linear.history(&session, None, 2).await.unwrap();
+    let next = history
+        .next
+        .clone()
+        .expect("more than one page of activities");
+    linear.history(&session, Some(&next), 2).await.unwrap();
+    let thread = linear.history(&comments, None, 50).await.unwrap();
+    assert_eq!(thread.messages[0].text, "Why is this flaky?");
+    assert!(thread.messages[1..].iter().all(|m| m.is_from_bot()));
+    let user = linear.user(&ORG.into(), USER).await.unwrap();
+    assert_eq!(
+        (user.display_name.as_str(), user.email.as_deref()),
+        ("ana", Some("ana@example.com"))
+    );
+
     // A run's replies, and the same replies of a repeated run: looked up by
     // their derived ids, not created again.
     for thread in [&session, &comments] {
@@ -304,8 +325,11 @@ async fn every_request_the_client_sends_validates_against_the_schema() {
             "Comment",
             "CommentCreate",
             "CommentDelete",
+            "CommentThread",
             "CommentUpdate",
             "ReactionCreate",
+            "SessionActivities",
+            "User",
             "Viewer",
         ])
     );

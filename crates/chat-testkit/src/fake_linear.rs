@@ -246,6 +246,14 @@ struct Record {
     ids: u64,
     /// Ids of the activities and comments created so far.
     created: std::collections::HashSet<String>,
+    /// `user`'s users, by id.
+    users: std::collections::HashMap<String, Value>,
+    /// Comments (created, or added by the test), as `comment` nodes with
+    /// their `parentId`.
+    comments: Vec<Value>,
+    /// Agent activities (created, or added), as nodes with their
+    /// `sessionId`.
+    activities: Vec<Value>,
 }
 
 impl Shared {
@@ -255,6 +263,30 @@ impl Shared {
 }
 
 impl FakeLinear {
+    /// Adds a user for the `user` query: Linear's `User` fields (`id`,
+    /// `name`, `displayName`, `email`, `app`). An unknown user is "Entity not
+    /// found".
+    pub fn add_user(&self, user: Value) {
+        if let Some(id) = user["id"].as_str() {
+            let id = id.to_owned();
+            self.shared.lock().users.insert(id, user);
+        }
+    }
+
+    /// Adds a comment (a user's, for a comment thread's history): Linear's
+    /// `Comment` fields (`id`, `body`, `createdAt`, `user`), with `parentId`
+    /// for a reply.
+    pub fn add_comment(&self, comment: Value) {
+        self.shared.lock().comments.push(comment);
+    }
+
+    /// Adds an activity to session `session_id` (a prompt, say): Linear's
+    /// `AgentActivity` fields (`id`, `createdAt`, `user`, `content`).
+    pub fn add_activity(&self, session_id: &str, mut activity: Value) {
+        activity["sessionId"] = json!(session_id);
+        self.shared.lock().activities.push(activity);
+    }
+
     /// The id `Viewer` answers: the authenticated (app) user.
     pub const VIEWER_ID: &'static str = "a1b2c3d4-0000-4000-8000-00000000a99e";
 
@@ -534,6 +566,24 @@ fn success(record: &mut Record, operation: &str, variables: &Value) -> (StatusCo
                     }] }),
                 );
             }
+            let me = json!({ "id": FakeLinear::VIEWER_ID, "displayName": "agent", "app": true, "isMe": true });
+            let at = format!(
+                "2026-12-01T10:{:02}:{:02}.000Z",
+                (record.ids / 60) % 60,
+                record.ids % 60
+            );
+            record.ids += 1;
+            if operation == "CommentCreate" {
+                record.comments.push(json!({
+                    "id": id, "body": input["body"], "createdAt": at, "user": me,
+                    "parentId": input["parentId"],
+                }));
+            } else {
+                record.activities.push(json!({
+                    "id": id, "createdAt": at, "user": me, "content": input["content"],
+                    "sessionId": input["agentSessionId"], "ephemeral": input["ephemeral"],
+                }));
+            }
             if operation == "CommentCreate" {
                 json!({ "commentCreate": { "success": true, "comment": { "id": id } } })
             } else {
@@ -553,6 +603,33 @@ fn success(record: &mut Record, operation: &str, variables: &Value) -> (StatusCo
             };
             json!({ field: { "id": id } })
         }
+        "User" => match variables["id"].as_str().and_then(|id| record.users.get(id)) {
+            Some(user) => json!({ "user": user }),
+            None => return not_found(),
+        },
+        "CommentThread" => {
+            let id = variables["id"].as_str().unwrap_or_default();
+            let Some(root) = record.comments.iter().find(|c| c["id"] == id).cloned() else {
+                return not_found();
+            };
+            let replies: Vec<&Value> = record
+                .comments
+                .iter()
+                .filter(|c| c["parentId"] == id)
+                .collect();
+            let mut root = root;
+            root["children"] = page(&replies, variables);
+            json!({ "comment": root })
+        }
+        "SessionActivities" => {
+            let id = variables["id"].as_str().unwrap_or_default();
+            let activities: Vec<&Value> = record
+                .activities
+                .iter()
+                .filter(|a| a["sessionId"] == id && a["ephemeral"] != true)
+                .collect();
+            json!({ "agentSession": { "activities": page(&activities, variables) } })
+        }
         "CommentUpdate" => json!({ "commentUpdate": { "success": true } }),
         "CommentDelete" => json!({ "commentDelete": { "success": true } }),
         "ReactionCreate" => json!({ "reactionCreate": { "success": true } }),
@@ -569,6 +646,30 @@ fn success(record: &mut Record, operation: &str, variables: &Value) -> (StatusCo
         }
     };
     (StatusCode::OK, json!({ "data": data }))
+}
+
+/// One page of a connection: `first` nodes after the cursor `after` (an
+/// index), with Linear's `pageInfo`.
+fn page(nodes: &[&Value], variables: &Value) -> Value {
+    let start = variables["after"]
+        .as_str()
+        .and_then(|a| a.parse::<usize>().ok())
+        .unwrap_or(0);
+    let first = variables["first"]
+        .as_u64()
+        .and_then(|f| usize::try_from(f).ok())
+        .unwrap_or(50);
+    let taken: Vec<Value> = nodes
+        .iter()
+        .skip(start)
+        .take(first)
+        .map(|n| (*n).clone())
+        .collect();
+    let end = start + taken.len();
+    json!({
+        "nodes": taken,
+        "pageInfo": { "hasNextPage": end < nodes.len(), "endCursor": end.to_string() },
+    })
 }
 
 #[cfg(test)]

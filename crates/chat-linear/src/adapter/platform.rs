@@ -3,9 +3,11 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
-    AdapterError, AgentSessionAction, BoxError, Event, EventKind, Inbound, MessageRef,
-    OutboundMessage, Platform, PlatformAdapter, Resolution, ThreadRef, Verdict, WebhookError,
+    AdapterError, AgentSessionAction, Author, BoxError, Event, EventKind, HistoryMessage,
+    HistoryPage, Inbound, MessageRef, OutboundMessage, Platform, PlatformAdapter, Resolution,
+    TenantId, ThreadRef, UserInfo, Verdict, WebhookError,
 };
+use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{FIRST_THOUGHT_BUDGET, LinearAdapter};
@@ -150,6 +152,71 @@ impl PlatformAdapter for LinearAdapter {
             thread: thread.clone(),
             id,
         })
+    }
+
+    /// Agent sessions: the session's activities (`agentSession.activities`,
+    /// by creation); comment threads: the root comment, then its replies
+    /// (`comment.children`), following Linear's cursor. A message is the
+    /// bot's when its author is the token's own user (`isMe`).
+    async fn history(
+        &self,
+        thread: &ThreadRef,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<HistoryPage, AdapterError> {
+        let first = limit.clamp(1, 250);
+        let (data, connection, root) = match Self::linear_thread(thread)? {
+            LinearThread::AgentSession { session_id } => {
+                let op = operations::session_activities(session_id, first, cursor);
+                let data = self.execute(Some(&thread.tenant), &op).await?;
+                (data, "activities", None)
+            }
+            LinearThread::Comment {
+                root_comment_id, ..
+            } => {
+                let op = operations::comment_thread(root_comment_id, first, cursor);
+                let data = self.execute(Some(&thread.tenant), &op).await?;
+                let root = cursor.is_none().then(|| history_entry(&data)).flatten();
+                (data, "children", root)
+            }
+        };
+        let page = &data[connection];
+        let mut messages: Vec<HistoryMessage> = root.into_iter().collect();
+        messages.extend(
+            page["nodes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(history_entry),
+        );
+        let next = (page["pageInfo"]["hasNextPage"] == true)
+            .then(|| page["pageInfo"]["endCursor"].as_str().map(str::to_owned))
+            .flatten();
+        Ok(HistoryPage::new(messages, next))
+    }
+
+    /// The `user` query (display name, name, email, app user or not).
+    async fn user(&self, tenant: &TenantId, id: &str) -> Result<UserInfo, AdapterError> {
+        let user = self.execute(Some(tenant), &operations::user(id)).await?;
+        let text = |k: &str| {
+            user[k]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        let name = text("name");
+        let display = text("displayName")
+            .or_else(|| name.clone())
+            .unwrap_or_else(|| id.to_owned());
+        let mut info = UserInfo::new(text("id").unwrap_or_else(|| id.to_owned()), display)
+            .with_bot(user["app"] == true);
+        if let Some(name) = name {
+            info = info.with_real_name(name);
+        }
+        if let Some(email) = text("email") {
+            info = info.with_email(email);
+        }
+        Ok(info)
     }
 
     /// Agent sessions: every chunk an ephemeral `thought` (each replaces the
@@ -384,4 +451,40 @@ fn body(message: &OutboundMessage) -> String {
         Some(card) => crate::markdown::render(card),
         None => message.text.clone(),
     }
+}
+
+/// A comment or an agent activity as a history entry.
+fn history_entry(node: &Value) -> Option<HistoryMessage> {
+    let id = node["id"].as_str()?;
+    let user = &node["user"];
+    let bot = &node["botActor"];
+    let mut author = Author::new(
+        user["id"]
+            .as_str()
+            .or_else(|| bot["id"].as_str())
+            .unwrap_or_default(),
+    );
+    author.name = user["displayName"]
+        .as_str()
+        .or_else(|| bot["name"].as_str())
+        .map(str::to_owned);
+    author.is_bot = user["app"] == true || bot.is_object();
+    author.is_me = user["isMe"] == true;
+    let content = &node["content"];
+    let text = node["body"]
+        .as_str()
+        .or_else(|| content["body"].as_str())
+        .map(str::to_owned)
+        .or_else(|| {
+            content["action"]
+                .as_str()
+                .map(|a| format!("{a} {}", content["parameter"].as_str().unwrap_or_default()))
+        })
+        .unwrap_or_default();
+    let at_ms = node["createdAt"]
+        .as_str()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .and_then(|t| u64::try_from(t.as_millisecond()).ok())
+        .unwrap_or(0);
+    Some(HistoryMessage::new(id, author, text, at_ms))
 }
