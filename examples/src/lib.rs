@@ -59,4 +59,6 @@ pub mod guides {
     pub struct MultiWorkspace;
     #[doc = include_str!("../../docs/production.md")]
     pub struct Production;
+    #[doc = include_str!("../../docs/talking-back.md")]
+    pub struct TalkingBack;
 }

@@ -125,6 +125,11 @@ pub async fn run(options: &Options, out: &mut dyn Write) -> Result<Report, BoxEr
 
 async fn run_in(options: &Options, dir: &Path, out: &mut dyn Write) -> Result<Report, BoxError> {
     let slack = FakeSlack::try_start().await?;
+    // The person who talks to echo-bot, for its user lookups.
+    slack.add_user(serde_json::json!({
+        "id": crate::drive::slack::USER, "name": "ada", "is_bot": false,
+        "profile": { "display_name": "Ada", "real_name": "Ada Lovelace" },
+    }));
     let linear = FakeLinear::try_start().await?;
     let ledger = dir.join("ledger.jsonl");
     let strategy = strategy_name(options.strategy);

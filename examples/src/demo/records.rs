@@ -97,6 +97,15 @@ pub(super) fn methods(calls: &[SlackCall]) -> Vec<String> {
 
 pub(super) fn slack_detail(call: &SlackCall) -> String {
     let mut detail = match call.method.as_str() {
+        "chat.postMessage" if call.body.get("blocks").is_some() => {
+            let kinds: Vec<&str> = call.body["blocks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b["type"].as_str())
+                .collect();
+            format!("a card: blocks [{}]", kinds.join(", "))
+        }
         "chat.postMessage" => {
             let body = &call.body;
             let thread = match body["thread_ts"].as_str() {
@@ -109,6 +118,19 @@ pub(super) fn slack_detail(call: &SlackCall) -> String {
                 body["text"].as_str().unwrap_or_default()
             )
         }
+        "chat.startStream" | "chat.appendStream" => {
+            format!(
+                "{:?}",
+                call.body["markdown_text"].as_str().unwrap_or_default()
+            )
+        }
+        "chat.stopStream" => "(the streamed message is complete)".to_owned(),
+        "conversations.replies" => format!(
+            "thread {} (limit {})",
+            call.body["ts"].as_str().unwrap_or_default(),
+            call.body["limit"].as_str().unwrap_or_default()
+        ),
+        "users.info" => format!("user {}", call.body["user"].as_str().unwrap_or_default()),
         "auth.test" => "(the adapter completes the bot's identity)".to_owned(),
         _ => match &call.body {
             Value::Object(m) if !m.is_empty() => call.body.to_string(),

@@ -112,6 +112,7 @@ impl Demo<'_> {
         self.follow_ups().await?;
         self.slash_command().await?;
         self.agent_session().await?;
+        self.talking_back().await?;
         self.stats().await
     }
 
@@ -376,6 +377,80 @@ impl Demo<'_> {
             in_session,
             "both activities are in the session and succeed",
             || format!("{sent:?}"),
+        )
+    }
+
+    async fn talking_back(&mut self) -> Result<(), BoxError> {
+        self.heading(
+            "6b",
+            "Talking back: a card, a streamed answer (each chunk as it goes out), a history read",
+        )?;
+        let mark = self.mark();
+        let card = slack::mentioning("card: Deploy report");
+        // Each in a thread of its own: under `queue` three mentions in one
+        // thread would be answered as one turn.
+        let body = slack::app_mention("Ev40", "1700000040.000100", None, &card);
+        let card_answer = self
+            .deliver("app_mention", "Ev40", &card, Delivery::slack_event(&body))
+            .await?;
+        let stream = slack::mentioning("stream: tokens arrive one by one");
+        let body = slack::app_mention("Ev41", "1700000041.000100", None, &stream);
+        let stream_answer = self
+            .deliver("app_mention", "Ev41", &stream, Delivery::slack_event(&body))
+            .await?;
+        let history = slack::mentioning("history:");
+        let body = slack::app_mention("Ev42", "1700000042.000100", Some(THREAD), &history);
+        let history_answer = self
+            .deliver(
+                "app_mention",
+                "Ev42",
+                &history,
+                Delivery::slack_event(&body),
+            )
+            .await?;
+        let view = self
+            .settle(mark, |v| {
+                ["Ev40", "Ev41", "Ev42"]
+                    .iter()
+                    .all(|id| !v.outcomes(id).is_empty())
+            })
+            .await;
+        self.flush()?;
+        self.check_status(&[&card_answer, &stream_answer, &history_answer], 200)?;
+        self.expect_outcomes(&view, &[("Ev40", RAN), ("Ev41", RAN), ("Ev42", RAN)])?;
+        let card_blocks = view
+            .slack
+            .iter()
+            .find(|c| c.method == "chat.postMessage" && c.body.get("blocks").is_some());
+        self.check(
+            card_blocks.is_some_and(|c| {
+                c.body["blocks"][0]["text"]["text"] == "Deploy report"
+                    && c.body["blocks"][2]["elements"][0]["action_id"] == "echo-again"
+            }),
+            "the card went out as Block Kit, with its echo-again button",
+            || format!("Slack got {:?}", methods(&view.slack)),
+        )?;
+        let chunks: Vec<&str> = view
+            .slack
+            .iter()
+            .filter(|c| matches!(c.method.as_str(), "chat.startStream" | "chat.appendStream"))
+            .filter_map(|c| c.body["markdown_text"].as_str())
+            .collect();
+        self.check(
+            chunks.concat() == "echo: tokens arrive one by one" && chunks.len() == 6,
+            "the answer streamed in six chunks into `echo: tokens arrive one by one`",
+            || format!("chunks {chunks:?}"),
+        )?;
+        let history_post = view
+            .slack
+            .iter()
+            .filter(|c| c.method == "chat.postMessage")
+            .filter_map(|c| c.body["text"].as_str())
+            .find(|t| t.starts_with("history: "));
+        self.check(
+            history_post.is_some(),
+            "the history read was answered with the count of earlier messages",
+            || format!("Slack got {:?}", methods(&view.slack)),
         )
     }
 
