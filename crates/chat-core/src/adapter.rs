@@ -339,6 +339,14 @@ pub trait PlatformAdapter: std::any::Any + Send + Sync + 'static {
     /// Adds a reaction (emoji name without colons).
     async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError>;
 
+    /// How long an event's dedupe mark must live to catch every redelivery of
+    /// it: the platform's documented retry horizon, with a margin. The
+    /// runtime's `dedupe_ttl` option overrides it. Default
+    /// [`DEFAULT_DEDUPE_TTL`](crate::state::DEFAULT_DEDUPE_TTL) (24 h).
+    fn dedupe_ttl(&self) -> std::time::Duration {
+        crate::state::DEFAULT_DEDUPE_TTL
+    }
+
     /// Removes the bot's reaction (emoji name without colons); a reaction that
     /// is not there is success. Default: [`AdapterError::Unsupported`].
     async fn unreact(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {

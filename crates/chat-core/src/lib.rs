@@ -76,7 +76,7 @@ pub use installation::{Installation, InstallationError, InstallationStore, Secre
 pub use kv::{KvStore, SetMode};
 pub use outbound::{HistoryMessage, HistoryPage, UserInfo};
 pub use state::{
-    Admission, AdmitRequest, Batch, CancelOutcome, CancelRequest, DEFAULT_SUBSCRIPTION_TTL,
-    Decision, DropReason, Fate, Gate, Handoff, Lease, LeaseKind, LeaseToken, Recovered, Release,
-    Renewal, Report, SlotGrant, StateBackend, Waiting,
+    Admission, AdmitRequest, Batch, CancelOutcome, CancelRequest, DEFAULT_DEDUPE_TTL,
+    DEFAULT_SUBSCRIPTION_TTL, Decision, DropReason, Fate, Gate, Handoff, Lease, LeaseKind,
+    LeaseToken, Recovered, Release, Renewal, Report, SlotGrant, StateBackend, Waiting,
 };

@@ -123,7 +123,7 @@ impl AdmitRequest {
             scope,
             concurrency,
             gate: Gate::Open,
-            dedupe_ttl: Duration::from_secs(24 * 60 * 60),
+            dedupe_ttl: DEFAULT_DEDUPE_TTL,
             lease_ttl: Duration::from_secs(30),
             subscription_ttl: DEFAULT_SUBSCRIPTION_TTL,
             id: LeaseToken::generate(),
@@ -158,6 +158,10 @@ impl AdmitRequest {
         self
     }
 }
+
+/// How long a dedupe mark lives when neither the runtime nor the platform's
+/// adapter says otherwise: 24 h.
+pub const DEFAULT_DEDUPE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// How long a subscription lives without activity, unless configured: 30 days.
 pub const DEFAULT_SUBSCRIPTION_TTL: Duration = Duration::from_secs(30 * 24 * 60 * 60);

@@ -178,8 +178,8 @@ pub use activity::{
     Activity, ActivityContent, ExternalUrl, PlanStatus, PlanStep, SessionUpdate, Signal,
 };
 pub use adapter::{
-    Credential, DEFAULT_ENDPOINT, DEFAULT_FIRST_THOUGHT, DEFAULT_STOPPED, LinearAdapter,
-    LinearAdapterBuilder,
+    Credential, DEDUPE_TTL, DEFAULT_ENDPOINT, DEFAULT_FIRST_THOUGHT, DEFAULT_STOPPED,
+    LinearAdapter, LinearAdapterBuilder,
 };
 pub use chat_core::{Clock, SystemClock};
 pub use chat_installations::oauth::{OAuthBuildError, OAuthError, StateRefusal};

@@ -186,7 +186,11 @@ async fn stop(
     event: &Arc<Event>,
 ) -> Verdict {
     let scope = scope_of(shared, adapter.as_ref(), event);
-    let req = CancelRequest::new(event, scope.clone()).dedupe_ttl(shared.options().dedupe_ttl);
+    let ttl = shared
+        .options()
+        .dedupe_ttl
+        .unwrap_or_else(|| adapter.dedupe_ttl());
+    let req = CancelRequest::new(event, scope.clone()).dedupe_ttl(ttl);
     let until = Instant::now() + shared.options().ack_timeout;
     let answer = repeat("request_cancel", until, || {
         shared.state().request_cancel(req.clone())
@@ -294,7 +298,12 @@ async fn admit(
     let scope = scope_of(shared, adapter.as_ref(), event);
     let req = AdmitRequest::new(Arc::clone(event), scope.clone(), concurrency)
         .gate(gate)
-        .dedupe_ttl(shared.options().dedupe_ttl)
+        .dedupe_ttl(
+            shared
+                .options()
+                .dedupe_ttl
+                .unwrap_or_else(|| adapter.dedupe_ttl()),
+        )
         .lease_ttl(shared.options().lock_ttl)
         .subscription_ttl(shared.options().subscription_ttl);
     let id = req.id.clone();

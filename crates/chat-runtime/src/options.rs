@@ -118,8 +118,12 @@ pub struct RuntimeOptions {
     /// one workspace would only be capped twice; set it when many tenants share
     /// a process.
     pub max_inline_per_tenant: Option<usize>,
-    /// How long an event's dedupe mark lives. Default 24 h (Linear retries reach 6 h).
-    pub dedupe_ttl: Duration,
+    /// How long an event's dedupe mark lives. Default `None`: each
+    /// platform's own retry horizon
+    /// ([`PlatformAdapter::dedupe_ttl`](chat_core::PlatformAdapter::dedupe_ttl):
+    /// Slack 3 h, or 25 h with Delayed Events; Linear 7.5 h). A value here
+    /// overrides it for every adapter.
+    pub dedupe_ttl: Option<Duration>,
     /// The lease TTL; the lease is renewed every third of it. Default 30 s.
     pub lock_ttl: Duration,
     /// How long one handler run may keep renewing its lease; after it the lease
@@ -185,7 +189,7 @@ impl Default for RuntimeOptions {
             max_detached_per_tenant: None,
             max_inline: 256,
             max_inline_per_tenant: None,
-            dedupe_ttl: Duration::from_secs(24 * 60 * 60),
+            dedupe_ttl: None,
             lock_ttl: Duration::from_secs(30),
             max_lock_lifetime: Duration::from_secs(10 * 60),
             lock_scope: LockScope::Adapter,
@@ -334,7 +338,7 @@ impl RuntimeOptions {
         if self.max_attempts == 0 {
             return Err(BuildError::ZeroMaxAttempts);
         }
-        if self.dedupe_ttl.is_zero() {
+        if self.dedupe_ttl.is_some_and(|d| d.is_zero()) {
             return Err(BuildError::ZeroDedupeTtl);
         }
         if self.sweep_interval.is_some_and(|d| d.is_zero()) {
@@ -348,7 +352,7 @@ impl RuntimeOptions {
         };
         for (name, d) in [
             ("detach_timeout", Some(self.detach_timeout)),
-            ("dedupe_ttl", Some(self.dedupe_ttl)),
+            ("dedupe_ttl", self.dedupe_ttl),
             ("lock_ttl", Some(self.lock_ttl)),
             ("max_lock_lifetime", Some(self.max_lock_lifetime)),
             ("sync_slot_wait", Some(self.sync_slot_wait)),

@@ -39,7 +39,7 @@ fn every_default_is_as_documented() {
     assert_eq!(o.detach_timeout, Duration::ZERO);
     assert_eq!(o.max_detached, 1024);
     assert_eq!(o.max_detached_per_tenant, None);
-    assert_eq!(o.dedupe_ttl, Duration::from_secs(24 * 60 * 60));
+    assert_eq!(o.dedupe_ttl, None, "each platform's own");
     assert_eq!(o.lock_ttl, Duration::from_secs(30));
     assert_eq!(o.max_lock_lifetime, Duration::from_secs(10 * 60));
     assert!(matches!(o.lock_scope, LockScope::Adapter));

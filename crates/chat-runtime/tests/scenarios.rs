@@ -139,7 +139,7 @@ async fn invalid_option_combinations_are_build_errors() {
         ),
         (
             RuntimeOptions {
-                dedupe_ttl: Duration::ZERO,
+                dedupe_ttl: Some(Duration::ZERO),
                 ..d()
             },
             BuildError::ZeroDedupeTtl,

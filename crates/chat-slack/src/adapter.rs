@@ -26,6 +26,15 @@ use chat_core::{Clock, SystemClock};
 /// How long after a failed `auth.test` the adapter waits before trying again.
 const LEARN_RETRY: Duration = Duration::from_secs(60);
 
+/// How long a Slack event's dedupe mark lives: Slack retries a failed
+/// delivery three times within minutes and does not deliver an event more
+/// than two hours late (without Delayed Events); an hour of margin.
+pub const DEDUPE_TTL: Duration = Duration::from_secs(3 * 60 * 60);
+
+/// How long it lives with Delayed Events on: Slack retries hourly for 24
+/// hours; an hour of margin.
+pub const DELAYED_EVENTS_DEDUPE_TTL: Duration = Duration::from_secs(25 * 60 * 60);
+
 /// The Slack adapter: verifies, parses and answers webhook deliveries, and
 /// posts through the Web API — with one bot token, or with each workspace's
 /// own from an installation store.
@@ -74,6 +83,7 @@ pub struct SlackAdapter {
     max_body_bytes: usize,
     clock: Arc<dyn Clock>,
     texts: Texts,
+    delayed_events: bool,
 }
 
 impl fmt::Debug for SlackAdapter {
@@ -108,6 +118,7 @@ pub struct SlackAdapterBuilder {
     clock: Arc<dyn Clock>,
     ignore_other_bots: bool,
     texts: Texts,
+    delayed_events: bool,
     max_retries: u32,
     retry_budget: Duration,
     request_timeout: Duration,
@@ -147,6 +158,7 @@ impl Default for SlackAdapterBuilder {
             clock: Arc::new(SystemClock),
             ignore_other_bots: true,
             texts: Texts::default(),
+            delayed_events: false,
             max_retries: 3,
             retry_budget: Duration::from_secs(30),
             request_timeout: Duration::from_secs(10),
@@ -204,6 +216,16 @@ impl SlackAdapterBuilder {
     /// The Web API base URL (default `https://slack.com/api`).
     pub fn api_base_url(mut self, url: impl Into<String>) -> Self {
         self.api_base_url = url.into();
+        self
+    }
+
+    /// Whether the app has Slack's *Delayed Events* on (default off). Without
+    /// it Slack retries a failed delivery three times within minutes and
+    /// drops events more than two hours late, so dedupe marks live
+    /// [`DEDUPE_TTL`] (3 h); with it Slack retries hourly for 24 hours, and
+    /// marks live [`DELAYED_EVENTS_DEDUPE_TTL`] (25 h).
+    pub fn delayed_events(mut self, on: bool) -> Self {
+        self.delayed_events = on;
         self
     }
 
@@ -315,6 +337,7 @@ impl SlackAdapterBuilder {
             max_body_bytes: self.max_body_bytes,
             clock: self.clock,
             texts: self.texts,
+            delayed_events: self.delayed_events,
         })
     }
 }
@@ -689,6 +712,16 @@ impl PlatformAdapter for SlackAdapter {
             .await?
             .add_reaction(&message.thread.channel, &message.id, emoji)
             .await
+    }
+
+    /// [`DEDUPE_TTL`] (3 h), or [`DELAYED_EVENTS_DEDUPE_TTL`] (25 h) with
+    /// [`delayed_events`](SlackAdapterBuilder::delayed_events).
+    fn dedupe_ttl(&self) -> Duration {
+        if self.delayed_events {
+            DELAYED_EVENTS_DEDUPE_TTL
+        } else {
+            DEDUPE_TTL
+        }
     }
 
     /// `reactions.remove`; a reaction that is not there is success.

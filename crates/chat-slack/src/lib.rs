@@ -228,7 +228,7 @@ mod respond;
 pub mod signature;
 pub mod views;
 
-pub use adapter::{SlackAdapter, SlackAdapterBuilder};
+pub use adapter::{DEDUPE_TTL, DELAYED_EVENTS_DEDUPE_TTL, SlackAdapter, SlackAdapterBuilder};
 pub use chat_core::{Clock, SystemClock};
 pub use chat_installations::oauth::{OAuthBuildError, OAuthError, StateRefusal};
 pub use client::{

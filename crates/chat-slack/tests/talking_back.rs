@@ -459,3 +459,53 @@ async fn modals_are_opened_pushed_and_updated_as_rendered_views() {
     assert_eq!(updated["view"]["title"]["text"], "Changed");
     assert_eq!(updated["view"]["close"]["text"], "Done");
 }
+
+/// A redelivery of an event is a duplicate for Slack's retry horizon — 3 h,
+/// or 25 h with Delayed Events — unless the runtime's option says otherwise.
+#[tokio::test(start_paused = true)]
+async fn a_slack_dedupe_mark_lives_for_slacks_retry_horizon() {
+    async fn posts_after(delayed: bool, over: Option<Duration>, wait: Duration) -> usize {
+        let fake = FakeSlack::start().await;
+        let adapter = SlackAdapter::builder()
+            .signing_secret(SECRET)
+            .bot_token("xoxb-talk")
+            .bot_user_id(BOT_USER)
+            .bot_id(BOT_ID)
+            .api_base_url(fake.base_url())
+            .request_timeout(Duration::from_secs(24 * 3600))
+            .delayed_events(delayed)
+            .build()
+            .unwrap();
+        let bot = Bot::builder()
+            .state(MemoryState::new())
+            .adapter(adapter)
+            .options(RuntimeOptions {
+                dispatch: Dispatch::Deferred,
+                detach_timeout: Duration::from_secs(3600),
+                dedupe_ttl: over,
+                ..RuntimeOptions::default()
+            })
+            .on_new_mention(|ctx: Ctx, _e: Event| async move {
+                ctx.thread().post("hi").await?;
+                Ok::<_, BoxError>(())
+            })
+            .build()
+            .unwrap();
+        mention(&bot, "EvSame", "1700000001.000001").await;
+        tokio::time::advance(wait).await;
+        mention(&bot, "EvSame", "1700000001.000001").await;
+        fake.posts().len()
+    }
+    let minute = Duration::from_secs(60);
+    let hour = 60 * minute;
+    assert_eq!(posts_after(false, None, 3 * hour - minute).await, 1);
+    assert_eq!(posts_after(false, None, 3 * hour + minute).await, 2);
+    assert_eq!(posts_after(true, None, 24 * hour).await, 1);
+    assert_eq!(posts_after(true, None, 25 * hour + minute).await, 2);
+    assert_eq!(
+        posts_after(false, Some(hour), hour + minute).await,
+        2,
+        "the option overrides"
+    );
+    assert_eq!(chat_slack::DEDUPE_TTL, 3 * hour);
+}

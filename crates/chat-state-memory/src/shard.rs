@@ -3,6 +3,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::time::Duration;
 
 use chat_core::{
@@ -25,19 +26,33 @@ struct Mark {
 
 #[derive(Debug, Default)]
 pub(crate) struct Shard {
-    /// Dedupe marks. Keyed by `"{tag}\0{key}"`: keys are unique per platform,
-    /// tenant and channel.
-    dedupe: HashMap<String, Mark>,
+    /// Dedupe marks, keyed by a 128-bit digest of the tag and the key (see
+    /// [`Digest`]): a mark costs the same whatever the lengths of its ids.
+    dedupe: HashMap<u128, Mark>,
     /// Expiry order of `dedupe`, for purging marks nobody looks up again.
-    dedupe_expiry: BinaryHeap<Reverse<(Instant, String)>>,
+    dedupe_expiry: BinaryHeap<Reverse<(Instant, u128)>>,
+    digest: Digest,
     /// Subscribed threads, with when each subscription lapses.
     subscriptions: HashMap<ThreadRef, Instant>,
     scopes: HashMap<ScopeKey, ScopeState>,
     acked: Acked,
 }
 
-fn dedupe_slot(tag: ScopeTag<'_>, key: &DedupeKey) -> String {
-    format!("{tag}\0{key}")
+/// Two independently keyed SipHash hashers: 128 bits over (tag, key), keyed
+/// at random per process, so no input can be chosen to collide.
+#[derive(Debug, Default)]
+struct Digest(RandomState, RandomState);
+
+impl Digest {
+    fn slot(&self, tag: ScopeTag<'_>, key: &DedupeKey) -> u128 {
+        let part = |h: &RandomState| {
+            let mut h = h.build_hasher();
+            tag.hash(&mut h);
+            key.as_str().hash(&mut h);
+            h.finish()
+        };
+        (u128::from(part(&self.0)) << 64) | u128::from(part(&self.1))
+    }
 }
 
 impl Shard {
@@ -55,20 +70,20 @@ impl Shard {
         }
     }
 
-    fn live_mark(&self, slot: &str, now: Instant) -> Option<&Mark> {
-        self.dedupe.get(slot).filter(|m| m.expires_at > now)
+    fn live_mark(&self, slot: u128, now: Instant) -> Option<&Mark> {
+        self.dedupe.get(&slot).filter(|m| m.expires_at > now)
     }
 
     fn mark(
         &mut self,
-        slot: String,
+        slot: u128,
         ttl: Duration,
         now: Instant,
         request: &LeaseToken,
         recorded: Recorded,
     ) {
         let expires_at = now + ttl;
-        self.dedupe_expiry.push(Reverse((expires_at, slot.clone())));
+        self.dedupe_expiry.push(Reverse((expires_at, slot)));
         self.dedupe.insert(
             slot,
             Mark {
@@ -80,7 +95,8 @@ impl Shard {
     }
 
     pub(crate) fn unmark(&mut self, tag: ScopeTag<'_>, key: &DedupeKey) -> bool {
-        self.dedupe.remove(&dedupe_slot(tag, key)).is_some()
+        let slot = self.digest.slot(tag, key);
+        self.dedupe.remove(&slot).is_some()
     }
 
     /// Drops the scope's record once nothing is left in it.
@@ -104,8 +120,8 @@ impl Shard {
             self.subscriptions
                 .insert(req.event.thread.clone(), now + req.subscription_ttl);
         }
-        let slot = dedupe_slot(req.scope.tag(), &req.event.dedupe_key);
-        if let Some(mark) = self.live_mark(&slot, now) {
+        let slot = self.digest.slot(req.scope.tag(), &req.event.dedupe_key);
+        if let Some(mark) = self.live_mark(slot, now) {
             if mark.request != req.id {
                 return Ok(Admission::new(Decision::Duplicate, subscribed));
             }
@@ -182,8 +198,8 @@ impl Shard {
 
     pub(crate) fn request_cancel(&mut self, req: &CancelRequest, now: Instant) -> CancelOutcome {
         self.purge_dedupe(now);
-        let slot = dedupe_slot(req.scope.tag(), &req.dedupe_key);
-        if let Some(mark) = self.live_mark(&slot, now) {
+        let slot = self.digest.slot(req.scope.tag(), &req.dedupe_key);
+        if let Some(mark) = self.live_mark(slot, now) {
             if mark.request != req.id {
                 return CancelOutcome::Duplicate;
             }

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! {prefix}:{bbb}:{platform}:{tenant}:{channel}:{kind}[:{rest}]   a tag's keys
+//! {prefix}:{bbb}:d:{digest}                                      a dedupe mark
 //! {prefix}:{bbb}:fence | {prefix}:{bbb}:orphans                  the bucket's keys
 //! {prefix}:kv:{key}                                              the adapters' KV
 //! ```
@@ -12,6 +13,8 @@
 //! key. See `docs/adr/0002-redis-keys-and-scripts.md`.
 
 use std::fmt::Write as _;
+
+use base64::Engine as _;
 
 use chat_core::{DedupeKey, Platform, ScopeKey, ScopePart, ScopeTag, TenantId, ThreadRef};
 
@@ -44,9 +47,12 @@ impl Keys {
         id.push(':');
         escape_into(&mut id, tag.channel);
         let bucket = bucket_of(&id);
+        let bucket_base = format!("{}:{{{bucket:03x}}}", self.prefix);
         TagKeys {
             bucket: self.bucket(bucket),
-            base: format!("{}:{{{bucket:03x}}}:{id}", self.prefix),
+            base: format!("{bucket_base}:{id}"),
+            bucket_base,
+            id,
         }
     }
 
@@ -132,13 +138,31 @@ pub(crate) struct BucketKeys {
 #[derive(Debug, Clone)]
 pub(crate) struct TagKeys {
     bucket: BucketKeys,
+    /// `{prefix}:{bbb}`: the bucket's own keys, dedupe marks among them.
+    bucket_base: String,
+    /// `platform:tenant:channel`, escaped.
+    id: String,
     base: String,
 }
 
 impl TagKeys {
-    /// The dedupe mark of a key (string, PX dedupe TTL).
+    /// The dedupe mark of a key (string, PX dedupe TTL): a short key of
+    /// fixed size, `{prefix}:{bbb}:d:` and 128 bits of SHA-256 over the tag
+    /// and the dedupe key (base64url), in the tag's hash slot. A mark exists
+    /// for every delivery for the dedupe TTL, so its size is what Redis
+    /// holds per delivery.
     pub(crate) fn dedupe(&self, key: &DedupeKey) -> String {
-        format!("{}:dedupe:{}", self.base, key.as_str())
+        let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
+        digest.update(self.id.as_bytes());
+        digest.update(&[0]);
+        digest.update(key.as_str().as_bytes());
+        let digest = digest.finish();
+        let short = digest.as_ref().get(..16).unwrap_or_default();
+        format!(
+            "{}:d:{}",
+            self.bucket_base,
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(short)
+        )
     }
 
     /// The subscription of a thread of this tag (string, PX subscription TTL).
@@ -293,6 +317,26 @@ mod tests {
 
     fn thread(tenant: &str, channel: &str, thread: &str) -> ThreadRef {
         ThreadRef::new(Platform::SLACK, tenant, channel, thread)
+    }
+
+    #[test]
+    fn dedupe_marks_are_short_fixed_and_in_their_tags_slot() {
+        let keys = Keys::new("chat");
+        let long = thread("T0BENCH01", "C00000001", "1796133502.023881");
+        let tag = keys.thread(&long);
+        let key = DedupeKey::new("C00000001:1796133502.023881");
+        let mark = tag.dedupe(&key);
+        // chat:{bbb}:d: and 22 base64url characters (128 bits).
+        assert_eq!(mark.len(), "chat:{000}:d:".len() + 22, "{mark}");
+        assert_eq!(hash_tag(&mark), hash_tag(&tag.subscription("x")));
+        assert_eq!(mark, tag.dedupe(&key), "stable");
+        assert_ne!(
+            mark,
+            tag.dedupe(&DedupeKey::new("C00000001:1796133502.023882"))
+        );
+        // The same dedupe key in another tenant is another mark.
+        let other = keys.thread(&thread("T0BENCH02", "C00000001", "1796133502.023881"));
+        assert_ne!(mark, other.dedupe(&key));
     }
 
     #[test]

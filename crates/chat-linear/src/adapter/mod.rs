@@ -35,6 +35,11 @@ pub const DEFAULT_FIRST_THOUGHT: &str = "Thinking…";
 /// The default final activity after a stop request.
 pub const DEFAULT_STOPPED: &str = "Stopped.";
 
+/// How long a Linear delivery's dedupe mark lives: Linear retries a failed
+/// delivery after one minute, one hour and six hours; half an hour of margin
+/// past the last.
+pub const DEDUPE_TTL: Duration = Duration::from_secs(7 * 60 * 60 + 30 * 60);
+
 /// How long the automatic first thought may take, rate-limit waits included:
 /// inside Linear's 10 s first-activity rule.
 const FIRST_THOUGHT_BUDGET: Duration = Duration::from_secs(8);

@@ -26,6 +26,11 @@ impl PlatformAdapter for LinearAdapter {
         Platform::LINEAR
     }
 
+    /// [`DEDUPE_TTL`](super::DEDUPE_TTL): 7.5 h, past Linear's last retry.
+    fn dedupe_ttl(&self) -> std::time::Duration {
+        super::DEDUPE_TTL
+    }
+
     fn max_body_bytes(&self) -> usize {
         self.inner.max_body
     }

@@ -154,7 +154,7 @@ impl Clock {
         RuntimeOptions {
             concurrency,
             detach_timeout: s(o.detach_timeout),
-            dedupe_ttl: s(o.dedupe_ttl),
+            dedupe_ttl: o.dedupe_ttl.map(s),
             lock_ttl: s(o.lock_ttl),
             max_lock_lifetime: s(o.max_lock_lifetime),
             sync_slot_wait: s(o.sync_slot_wait),
