@@ -28,13 +28,9 @@ const PATIENCE: Duration = Duration::from_secs(3600);
 /// What the handler saw, for the test to assert on.
 type Seen = Arc<Mutex<Vec<String>>>;
 
-/// A bot whose mention handler is `handler`, its Slack at `fake`.
-fn bot<F, Fut>(fake: &FakeSlack, handler: F) -> Bot
-where
-    F: Fn(Ctx, Event) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
-{
-    let adapter = SlackAdapter::builder()
+/// The Slack adapter of these tests, its Web API at `fake`.
+fn adapter(fake: &FakeSlack) -> chat_slack::SlackAdapterBuilder {
+    SlackAdapter::builder()
         .signing_secret(SECRET)
         .bot_token("xoxb-talk")
         .bot_user_id(BOT_USER)
@@ -42,8 +38,15 @@ where
         .api_base_url(fake.base_url())
         // Paused-clock tests jump time while a call waits on its socket.
         .request_timeout(Duration::from_secs(24 * 3600))
-        .build()
-        .unwrap();
+}
+
+/// A bot whose mention handler is `handler`, its Slack at `fake`.
+fn bot<F, Fut>(fake: &FakeSlack, handler: F) -> Bot
+where
+    F: Fn(Ctx, Event) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+{
+    let adapter = adapter(fake).build().unwrap();
     Bot::builder()
         .state(MemoryState::new())
         .adapter(adapter)
@@ -466,16 +469,7 @@ async fn modals_are_opened_pushed_and_updated_as_rendered_views() {
 async fn a_slack_dedupe_mark_lives_for_slacks_retry_horizon() {
     async fn posts_after(delayed: bool, over: Option<Duration>, wait: Duration) -> usize {
         let fake = FakeSlack::start().await;
-        let adapter = SlackAdapter::builder()
-            .signing_secret(SECRET)
-            .bot_token("xoxb-talk")
-            .bot_user_id(BOT_USER)
-            .bot_id(BOT_ID)
-            .api_base_url(fake.base_url())
-            .request_timeout(Duration::from_secs(24 * 3600))
-            .delayed_events(delayed)
-            .build()
-            .unwrap();
+        let adapter = adapter(&fake).delayed_events(delayed).build().unwrap();
         let bot = Bot::builder()
             .state(MemoryState::new())
             .adapter(adapter)
