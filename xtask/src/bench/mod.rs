@@ -62,6 +62,7 @@ scenarios (default: all):
   flood        5x capacity with a slow handler: flat memory, 503s, nothing lost
   redis-calls  Redis calls per delivery: ack path and total (MONITOR)
   micro        divan micro-benchmarks: verify+parse, memory admit, Redis admit
+  state-bytes  what each delivery leaves in Redis and in the memory backend
 
   --quick      a couple of seconds per load: a smoke run, not a measurement
 
@@ -69,13 +70,14 @@ environment:
   BENCH_ECHO_BOT=PATH  run this echo-bot binary instead of the one built here
                        (another commit's release build: before/after figures)";
 
-const SCENARIOS: [&str; 6] = [
+const SCENARIOS: [&str; 7] = [
     "backends",
     "dispatch",
     "strategies",
     "flood",
     "redis-calls",
     "micro",
+    "state-bytes",
 ];
 
 /// The signing secret and bot user shared by echo-bot and the load generator.
@@ -136,6 +138,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             "flood" => bench.flood(),
             "redis-calls" => bench.redis_calls(),
             "micro" => bench.micro(),
+            "state-bytes" => bench.state_bytes(),
             _ => Err(format!("unknown scenario {s}")),
         };
         match result {

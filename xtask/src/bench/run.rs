@@ -62,7 +62,9 @@ pub(super) fn s(v: impl ToString) -> String {
 
 impl Bench {
     pub(super) fn start(quick: bool, out: PathBuf, chosen: &[&str]) -> Result<Self, String> {
-        let needs_load = chosen.iter().any(|s| *s != "micro");
+        let needs_load = chosen
+            .iter()
+            .any(|s| !matches!(*s, "micro" | "state-bytes"));
         let needs_redis = chosen
             .iter()
             .any(|s| matches!(*s, "backends" | "redis-calls" | "micro"));

@@ -407,6 +407,87 @@ impl Bench {
     }
 }
 
+impl Bench {
+    /// `state-bytes`: the bytes a delivery leaves in the state backend for its
+    /// dedupe TTL (its own redis-server; dhat's heap count for memory).
+    pub(super) fn state_bytes(&mut self) -> Result<String, String> {
+        let n = if self.quick { "2000" } else { "20000" };
+        let status = cargo()
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "chat-bench",
+                "--bin",
+                "state-bytes",
+            ])
+            .status()
+            .map_err(|e| format!("cargo build: {e}"))?;
+        if !status.success() {
+            return Err("building state-bytes failed".to_owned());
+        }
+        let output = std::process::Command::new(target_dir().join("release").join("state-bytes"))
+            .arg(n)
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("state-bytes: {e}"))?;
+        if !output.status.success() {
+            return Err("state-bytes failed".to_owned());
+        }
+        let text = String::from_utf8_lossy(&output.stdout);
+        let f: Value =
+            serde_json::from_str(text.trim()).map_err(|e| format!("state-bytes: {e}"))?;
+        let get = |k: &str| f[k].as_f64().unwrap_or(f64::NAN);
+        let mut t = String::from(
+            "## state-bytes: what each delivery leaves behind
+
+",
+        );
+        let _ = writeln!(
+            t,
+            "{n} Slack mentions in distinct threads, admitted and finished.
+"
+        );
+        let _ = writeln!(
+            t,
+            "| figure | value |
+|---|---:|"
+        );
+        for (label, key) in [
+            (
+                "Redis bytes per delivery, marks only",
+                "redis_marks_bytes_per_delivery",
+            ),
+            (
+                "Redis bytes per delivery, with the finish memos",
+                "redis_bytes_per_delivery",
+            ),
+            (
+                "memory backend heap bytes per delivery",
+                "memory_bytes_per_delivery",
+            ),
+            ("Slack dedupe TTL (s)", "slack_dedupe_ttl_s"),
+            (
+                "Redis MB per sustained Slack delivery/s",
+                "redis_mb_per_sustained_delivery_per_s",
+            ),
+        ] {
+            let _ = writeln!(t, "| {label} | {} |", get(key));
+        }
+        let _ = writeln!(
+            t,
+            "
+- target Redis ≤ 100 bytes per delivery: {}
+- target Redis ≤ 1.2 MB per sustained Slack delivery/s: {}
+- target memory backend ≤ 64 bytes per delivery: {}",
+            below(get("redis_marks_bytes_per_delivery"), 100.000_1, " B"),
+            below(get("redis_mb_per_sustained_delivery_per_s"), 1.200_1, " MB"),
+            below(get("memory_bytes_per_delivery"), 64.000_1, " B"),
+        );
+        Ok(t)
+    }
+}
+
 /// The median (µs) of benchmark `name` in divan's table output.
 pub(super) fn divan_median_us(output: &str, name: &str) -> Option<f64> {
     let line = output
