@@ -63,6 +63,7 @@ scenarios (default: all):
   redis-calls  Redis calls per delivery: ack path and total (MONITOR)
   micro        divan micro-benchmarks: verify+parse, memory admit, Redis admit
   state-bytes  what each delivery leaves in Redis and in the memory backend
+  reply        the reply path: the echo handler posting one reply, vs the no-op
 
   --quick      a couple of seconds per load: a smoke run, not a measurement
 
@@ -70,7 +71,7 @@ environment:
   BENCH_ECHO_BOT=PATH  run this echo-bot binary instead of the one built here
                        (another commit's release build: before/after figures)";
 
-const SCENARIOS: [&str; 7] = [
+const SCENARIOS: [&str; 8] = [
     "backends",
     "dispatch",
     "strategies",
@@ -78,6 +79,7 @@ const SCENARIOS: [&str; 7] = [
     "redis-calls",
     "micro",
     "state-bytes",
+    "reply",
 ];
 
 /// The signing secret and bot user shared by echo-bot and the load generator.
@@ -139,6 +141,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             "redis-calls" => bench.redis_calls(),
             "micro" => bench.micro(),
             "state-bytes" => bench.state_bytes(),
+            "reply" => bench.reply(),
             _ => Err(format!("unknown scenario {s}")),
         };
         match result {

@@ -408,6 +408,57 @@ impl Bench {
 }
 
 impl Bench {
+    /// `reply`: the same signed load (closed loop, 64 connections, 1,000
+    /// threads, half mentions; memory state, deferred dispatch, drop) to
+    /// echo-bot with the no-op handler and with the echo handler posting one
+    /// reply per event to the bench's fast local Slack stub.
+    pub(super) fn reply(&mut self) -> Result<String, String> {
+        let mut runs = Vec::new();
+        for (label, noop) in [("no-op", "true"), ("reply", "false")] {
+            let (load, limit) = self.load(
+                None,
+                15.0,
+                &[
+                    "--connections",
+                    "64",
+                    "--threads",
+                    "1000",
+                    "--message-share",
+                    "0.5",
+                ],
+            );
+            runs.push(Run {
+                label: label.to_owned(),
+                backend: Backend::Memory,
+                env: vec![
+                    ("CHAT_DISPATCH", s("deferred")),
+                    ("CHAT_CONCURRENCY", s("drop")),
+                    ("ECHO_NOOP", s(noop)),
+                ],
+                load,
+                limit,
+            });
+        }
+        let done = self.runs(&runs)?;
+        let mut t = String::from(
+            "## reply: the echo handler posting one reply vs the no-op (memory, deferred, drop)\n\n",
+        );
+        t.push_str(&latency_table(&done));
+        let get = |label: &str| done.iter().find(|(l, _, _)| l == label).map(|(_, _, f)| f);
+        if let (Some(noop), Some(reply)) = (get("no-op"), get("reply")) {
+            let cpu = ratio(reply, noop, "server_cpu_us_per_delivery");
+            let _ = writeln!(
+                t,
+                "\n- bot CPU per delivery: no-op {} µs, with the reply {} µs: {cpu:.2}×\n- target with the reply ≤ 2× the no-op: {}\n- deliveries/s with the reply: {:.2}× the no-op's",
+                num(noop, "server_cpu_us_per_delivery", 1),
+                num(reply, "server_cpu_us_per_delivery", 1),
+                below(cpu, 2.000_1, "×"),
+                ratio(reply, noop, "achieved_rate"),
+            );
+        }
+        Ok(t)
+    }
+
     /// `state-bytes`: the bytes a delivery leaves in the state backend for its
     /// dedupe TTL (its own redis-server; dhat's heap count for memory).
     pub(super) fn state_bytes(&mut self) -> Result<String, String> {
