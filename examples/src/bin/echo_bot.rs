@@ -20,6 +20,12 @@ use examples::ledger::Ledger;
 use examples::stats::Stats;
 use tracing_subscriber::EnvFilter;
 
+/// mimalloc instead of the system allocator: a webhook server allocates and
+/// frees small buffers on every request, across threads (see
+/// docs/benchmarks.md, "The reply path").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Clone)]
 struct App {
     bot: Bot,
