@@ -48,6 +48,22 @@ fn handler(log: Log) -> impl Fn(Ctx, Event) -> futures_like::Boxed + Send + Sync
                         .await?;
                     None
                 }
+                Some(t) if t.contains("history") => {
+                    let thread = ctx.thread();
+                    let earlier = thread.history(100).await?;
+                    let mine = earlier.iter().filter(|m| m.is_from_bot()).count();
+                    let first = match earlier.first() {
+                        Some(m) => thread.user(&m.author.id).await?.display_name,
+                        None => String::new(),
+                    };
+                    thread
+                        .post(format!(
+                            "history: {} ({mine} mine), started by {first}",
+                            earlier.len()
+                        ))
+                        .await?;
+                    None
+                }
                 Some(t) if t.contains("card") => {
                     let card = chat_core::card::Card::new()
                         .header("Status")
@@ -430,4 +446,28 @@ async fn a_card_in_a_session_is_a_markdown_response() {
             "### Status\n\n**Build:** green\n\n_Not shown on Linear: Rerun_".to_owned()
         )]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_threads_history_and_its_authors_are_read_through_the_thread() {
+    let a = agent(|b| b.mention_name("helper")).await;
+    let human =
+        serde_json::json!({ "id": USER, "displayName": "ana", "app": false, "isMe": false });
+    a.fake.add_user(serde_json::json!({ "id": USER, "name": "Ana Lima", "displayName": "ana", "email": "ana@example.com", "app": false }));
+    a.fake.add_comment(serde_json::json!({
+        "id": "c-root", "body": "Why is this flaky?", "createdAt": "2026-12-01T09:00:00.000Z", "user": human,
+    }));
+    a.fake.add_comment(serde_json::json!({
+        "id": "c-1", "body": "Still failing", "createdAt": "2026-12-01T09:05:00.000Z", "user": human, "parentId": "c-root",
+    }));
+    let reply = payloads::comment_created("c-2", Some("c-root"), USER, "@helper history please");
+    assert_eq!(a.send(&reply, "d-h").await, 200);
+    a.finish().await;
+    let sent = a.fake.calls_of("CommentCreate");
+    assert_eq!(sent.len(), 1, "{:?}", a.fake.calls());
+    assert_eq!(
+        sent[0].input()["body"],
+        "history: 2 (0 mine), started by ana"
+    );
+    assert_eq!(a.fake.calls_of("User").len(), 1);
 }
