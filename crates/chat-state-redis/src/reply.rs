@@ -72,6 +72,7 @@ fn read_ref(r: &[u8], scope: &ScopeKey) -> (EventId, Option<ThreadRef>) {
 }
 
 /// One item of a handed-out batch: an entry or a report.
+#[derive(Debug)]
 enum Item {
     Entry(Waiting),
     Report(Report),
@@ -269,21 +270,24 @@ mod tests {
 
     fn stored(prefix: &[u8], e: &Event) -> Vec<u8> {
         let mut v = prefix.to_vec();
-        v.extend(encode_event(e).unwrap());
+        match encode_event(e) {
+            Ok(encoded) => v.extend(encoded),
+            Err(err) => panic!("encoding the event: {err}"),
+        }
         v
     }
 
     fn entry(raw: &[u8], at: i64) -> Waiting {
-        match item(raw, at, &scope()).unwrap() {
-            Item::Entry(w) => w,
-            Item::Report(r) => panic!("expected an entry, got {r:?}"),
+        match item(raw, at, &scope()) {
+            Ok(Item::Entry(w)) => w,
+            other => panic!("expected an entry, got {other:?}"),
         }
     }
 
     fn report(raw: &[u8]) -> Report {
-        match item(raw, 0, &scope()).unwrap() {
-            Item::Report(r) => r,
-            Item::Entry(w) => panic!("expected a report, got {w:?}"),
+        match item(raw, 0, &scope()) {
+            Ok(Item::Report(r)) => r,
+            other => panic!("expected a report, got {other:?}"),
         }
     }
 
@@ -307,9 +311,10 @@ mod tests {
     fn the_ref_survives_separators_in_ids_and_threads() {
         let e = event();
         let mut raw = b"Re|".to_vec();
-        let enc = encode_event(&e).unwrap();
-        let newline = enc.iter().position(|b| *b == b'\n').unwrap();
-        raw.extend_from_slice(&enc[..newline]);
+        let enc = stored(b"", &e);
+        let newline = enc.iter().position(|b| *b == b'\n');
+        assert!(newline.is_some(), "the encoded event has a newline");
+        raw.extend_from_slice(&enc[..newline.unwrap_or(enc.len())]);
         let r = report(&raw);
         assert_eq!(r.event_id, e.id);
         assert_eq!(r.thread, Some(e.thread));

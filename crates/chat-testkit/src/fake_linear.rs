@@ -194,7 +194,8 @@ impl LinearReply {
 /// use chat_linear::LinearAdapter;
 /// use chat_testkit::FakeLinear;
 ///
-/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 /// let fake = FakeLinear::start().await;
 /// fake.fail("AgentActivityCreate", "INVALID_INPUT", 1);
 ///
@@ -213,7 +214,8 @@ impl LinearReply {
 /// assert_eq!(sent[1].activity_type(), Some("thought"));
 /// assert_eq!(sent[1].input()["agentSessionId"], "session-1");
 /// assert_eq!(sent[1].authorization.as_deref(), Some("Bearer lin_oauth_token"));
-/// # Ok::<_, Box<dyn std::error::Error>>(()) }).unwrap();
+/// # Ok::<_, Box<dyn std::error::Error>>(()) })?;
+/// # Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct FakeLinear {

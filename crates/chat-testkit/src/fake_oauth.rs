@@ -131,7 +131,8 @@ struct SlackRecord {
 /// ```
 /// use chat_testkit::{FakeSlackOAuth, SlackWorkspace};
 ///
-/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 /// let fake = FakeSlackOAuth::start().await;
 /// fake.add_workspace(SlackWorkspace::new("T1", "xoxb-T1"));
 /// let authorize = format!(
@@ -141,7 +142,8 @@ struct SlackRecord {
 /// let back = fake.approve(&authorize, "T1")?;
 /// assert!(back.starts_with("https://bot/cb?code="));
 /// assert!(back.ends_with("&state=s1"));
-/// # Ok::<_, String>(()) }).unwrap();
+/// # Ok::<_, Box<dyn std::error::Error>>(()) })?;
+/// # Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct FakeSlackOAuth {

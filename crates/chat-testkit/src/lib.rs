@@ -28,7 +28,8 @@
 //! use chat_core::{Concurrency, Decision};
 //! use chat_testkit::Harness;
 //!
-//! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
+//! # fn main() -> std::io::Result<()> {
+//! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build()?.block_on(async {
 //! let h = Harness::paused(chat_state_memory::MemoryState::new());
 //! let thread = h.thread("1");
 //! let first = h.admit(&thread, "a", Concurrency::Drop).await;
@@ -36,6 +37,7 @@
 //! let second = h.admit(&thread, "b", Concurrency::Drop).await;
 //! assert!(matches!(second.decision, Decision::Dropped(_)));
 //! # });
+//! # Ok(()) }
 //! ```
 
 #![forbid(unsafe_code)]

@@ -163,7 +163,8 @@ impl SlackReply {
 /// use chat_slack::SlackClient;
 /// use chat_testkit::{FakeSlack, RetryAfter};
 ///
-/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 /// let fake = FakeSlack::start().await;
 /// fake.fail("chat.update", "cant_update_message", 1);
 /// fake.rate_limit("chat.postMessage", RetryAfter::Header(0), 1);
@@ -179,7 +180,8 @@ impl SlackReply {
 /// assert!(posts[1].ok);
 /// assert_eq!(posts[1].body["thread_ts"], "1.0");
 /// assert_eq!(posts[1].authorization.as_deref(), Some("Bearer xoxb-test"));
-/// # Ok::<_, Box<dyn std::error::Error>>(()) }).unwrap();
+/// # Ok::<_, Box<dyn std::error::Error>>(()) })?;
+/// # Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct FakeSlack {
