@@ -77,34 +77,56 @@ impl Keys {
         self.tag(scope.tag())
     }
 
-    /// A `SCAN MATCH` pattern for every key of every tag of one tenant.
-    pub(crate) fn tenant_pattern(&self, platform: Platform, tenant: &TenantId) -> String {
+    /// The keys of every tag of one tenant, for a walk over them.
+    pub(crate) fn tenant(&self, platform: Platform, tenant: &TenantId) -> TenantKeys {
         let mut escaped = String::new();
         escape_into(&mut escaped, tenant.as_str());
-        let mut out = String::new();
-        glob_escape_into(&mut out, &self.prefix);
-        out.push_str(":{???}:");
-        glob_escape_into(&mut out, platform.as_str());
-        out.push(':');
-        glob_escape_into(&mut out, &escaped);
-        out.push_str(":*");
-        out
+        let mut pattern = String::new();
+        glob_escape_into(&mut pattern, &self.prefix);
+        pattern.push_str(":{???}:");
+        glob_escape_into(&mut pattern, platform.as_str());
+        pattern.push(':');
+        glob_escape_into(&mut pattern, &escaped);
+        pattern.push_str(":*");
+        TenantKeys {
+            prefix: self.prefix.clone(),
+            platform,
+            escaped,
+            pattern,
+        }
     }
 
-    /// Whether `key`, matched by [`tenant_pattern`](Self::tenant_pattern), is a
-    /// subscription.
-    pub(crate) fn is_subscription(&self, platform: Platform, tenant: &TenantId, key: &str) -> bool {
-        let mut escaped = String::new();
-        escape_into(&mut escaped, tenant.as_str());
+    /// An adapter KV entry. Each is one key on its own, read and written by
+    /// single commands.
+    pub(crate) fn kv(&self, key: &str) -> String {
+        format!("{}:kv:{key}", self.prefix)
+    }
+}
+
+/// The keys of one tenant (every tag of it): a `SCAN MATCH` pattern, and
+/// which of the keys it matches are subscriptions.
+#[derive(Debug, Clone)]
+pub(crate) struct TenantKeys {
+    prefix: String,
+    platform: Platform,
+    /// The tenant id, escaped as in keys.
+    escaped: String,
+    /// `SCAN MATCH` pattern of every key of the tenant.
+    pub(crate) pattern: String,
+}
+
+impl TenantKeys {
+    /// Whether `key`, matched by [`pattern`](Self::pattern), is a subscription.
+    pub(crate) fn is_subscription(&self, key: &str) -> bool {
         // {prefix}:{bbb}:{platform}:{tenant}:{channel}:sub:{thread}
         let Some(rest) = key
             .strip_prefix(self.prefix.as_str())
             .and_then(|r| r.strip_prefix(":{"))
             .and_then(|r| r.get(3..))
             .and_then(|r| r.strip_prefix("}:"))
-            .and_then(|r| r.strip_prefix(platform.as_str()))
+            .and_then(|r| r.strip_prefix(self.platform.as_str()))
             .and_then(|r| r.strip_prefix(':'))
-            .and_then(|r| r.strip_prefix(escaped.as_str()))
+            .and_then(|r| r.strip_prefix(self.escaped.as_str()))
             .and_then(|r| r.strip_prefix(':'))
         else {
             return false;
@@ -112,12 +134,6 @@ impl Keys {
         // The channel is escaped: its end is the first `:`.
         rest.split_once(':')
             .is_some_and(|(_, kind)| kind.starts_with("sub:"))
-    }
-
-    /// An adapter KV entry. Each is one key on its own, read and written by
-    /// single commands.
-    pub(crate) fn kv(&self, key: &str) -> String {
-        format!("{}:kv:{key}", self.prefix)
     }
 }
 
@@ -310,6 +326,7 @@ pub(crate) fn hash_tag(key: &str) -> &str {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
     use chat_core::{Platform, ThreadRef};
 
@@ -342,28 +359,31 @@ mod tests {
     #[test]
     fn a_tenants_subscriptions_are_told_from_its_other_keys() {
         let keys = Keys::new("p");
-        let tenant = TenantId::new("T1");
+        let tenant = keys.tenant(Platform::SLACK, &TenantId::new("T1"));
         let t = thread("T1", "C:1", "1.2");
         let tag = keys.thread(&t);
         let sub = tag.subscription(&t.thread);
-        assert!(keys.is_subscription(Platform::SLACK, &tenant, &sub));
+        assert!(tenant.is_subscription(&sub));
         // Another kind of the same tenant, even one whose rest reads `:sub:`.
         let odd = thread("T1", "C1", "x:sub:y");
         let queue = keys.scope(&odd.thread_scope()).queue;
-        assert!(!keys.is_subscription(Platform::SLACK, &tenant, &queue));
+        assert!(!tenant.is_subscription(&queue));
         let mark = tag.dedupe(&chat_core::DedupeKey::new("e:sub:1"));
-        assert!(!keys.is_subscription(Platform::SLACK, &tenant, &mark));
+        assert!(!tenant.is_subscription(&mark));
         // A tenant whose id starts with this one's, and another platform.
         let longer = thread("T10", "C1", "1.2");
         let other = keys.thread(&longer).subscription(&longer.thread);
-        assert!(!keys.is_subscription(Platform::SLACK, &tenant, &other));
-        assert!(!keys.is_subscription(Platform::LINEAR, &tenant, &sub));
+        assert!(!tenant.is_subscription(&other));
+        let linear = keys.tenant(Platform::LINEAR, &TenantId::new("T1"));
+        assert!(!linear.is_subscription(&sub));
     }
 
     #[test]
     fn the_tenant_pattern_escapes_glob_characters() {
         let keys = Keys::new("p*");
-        let pattern = keys.tenant_pattern(Platform::SLACK, &TenantId::new("T[1]:?"));
+        let pattern = keys
+            .tenant(Platform::SLACK, &TenantId::new("T[1]:?"))
+            .pattern;
         assert_eq!(pattern, "p\\*:{???}:slack:T\\[1\\]%3A\\?:*");
     }
 
@@ -433,9 +453,10 @@ mod tests {
     }
 
     #[test]
-    fn the_member_round_trips_to_the_scope() {
+    fn the_member_round_trips_to_the_scope() -> Result<(), serde_json::Error> {
         let scope = thread("T1", "C1", "1.0").thread_scope();
-        let back: ScopeKey = serde_json::from_str(&member(&scope)).unwrap();
+        let back: ScopeKey = serde_json::from_str(&member(&scope))?;
         assert_eq!(back, scope);
+        Ok(())
     }
 }

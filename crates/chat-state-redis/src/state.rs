@@ -721,7 +721,7 @@ impl StateBackend for RedisState {
             None => vec![None],
             Some(masters) => masters.into_iter().map(Some).collect(),
         };
-        let pattern = self.keys.tenant_pattern(platform, tenant);
+        let tenant_keys = self.keys.tenant(platform, tenant);
         let mut removed = 0;
         for node in nodes {
             let mut cursor = 0_u64;
@@ -729,17 +729,14 @@ impl StateBackend for RedisState {
                 let mut scan = redis::cmd("SCAN");
                 scan.arg(cursor)
                     .arg("MATCH")
-                    .arg(&pattern)
+                    .arg(&tenant_keys.pattern)
                     .arg("COUNT")
                     .arg(SCAN_COUNT);
                 let (next, found): (u64, Vec<String>) = self.on_node(node.as_ref(), scan).await?;
                 // One UNLINK per hash tag: a cluster refuses a command whose
                 // keys live in different slots.
                 let mut by_tag: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
-                for key in found
-                    .iter()
-                    .filter(|k| self.keys.is_subscription(platform, tenant, k))
-                {
+                for key in found.iter().filter(|k| tenant_keys.is_subscription(k)) {
                     by_tag.entry(hash_tag(key)).or_default().push(key);
                 }
                 for keys in by_tag.values() {
