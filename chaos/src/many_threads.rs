@@ -127,26 +127,6 @@ fn census(redis: &Redis, prefix: &str) -> Result<Vec<Kind>, String> {
         .collect())
 }
 
-fn info_field(redis: &Redis, section: &str, field: &str) -> u64 {
-    redis
-        .command(&["INFO", section])
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find_map(|l| l.strip_prefix(&format!("{field}:")))
-                .and_then(|v| v.trim().parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-fn dbsize(redis: &Redis) -> u64 {
-    redis
-        .command(&["DBSIZE"])
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// Runs the scenario; `Ok((breaches, figures))`, `Err` for a harness failure.
 pub async fn run(bin: &Path, quick: bool) -> Result<(Vec<String>, Figures), String> {
     let (threads, ttl) = if quick {
@@ -182,8 +162,8 @@ pub async fn run(bin: &Path, quick: bool) -> Result<(Vec<String>, Figures), Stri
         .iter()
         .filter_map(|r| r.usage().map(|u| u.1))
         .collect();
-    figures.keys.0 = dbsize(&redis);
-    figures.memory.0 = info_field(&redis, "memory", "used_memory");
+    figures.keys.0 = redis.dbsize().unwrap_or(0);
+    figures.memory.0 = redis.info("memory", "used_memory").unwrap_or(0);
 
     // The flood: one mention per thread, spread over the replicas.
     let sender = Arc::new(Sender::new(
@@ -248,8 +228,8 @@ pub async fn run(bin: &Path, quick: bool) -> Result<(Vec<String>, Figures), Stri
         .collect();
 
     // What the flood left in Redis: every subscription has a TTL.
-    figures.keys.1 = dbsize(&redis);
-    figures.memory.1 = info_field(&redis, "memory", "used_memory");
+    figures.keys.1 = redis.dbsize().unwrap_or(0);
+    figures.memory.1 = redis.info("memory", "used_memory").unwrap_or(0);
     let after = census(&redis, prefix)?;
     let subs = after.iter().find(|k| k.kind == "sub");
     figures.subscriptions = subs.map_or((0, 0), |k| (k.keys, k.immortal));
@@ -261,8 +241,8 @@ pub async fn run(bin: &Path, quick: bool) -> Result<(Vec<String>, Figures), Stri
     let later = census(&redis, prefix)?;
     figures.subscriptions_left = later.iter().find(|k| k.kind == "sub").map_or(0, |k| k.keys);
     figures.census_later = later;
-    figures.keys.2 = dbsize(&redis);
-    figures.memory.2 = info_field(&redis, "memory", "used_memory");
+    figures.keys.2 = redis.dbsize().unwrap_or(0);
+    figures.memory.2 = redis.info("memory", "used_memory").unwrap_or(0);
 
     let mut breaches = Vec::new();
     if figures.acked < threads {

@@ -51,13 +51,9 @@ async fn deliver(state: &dyn StateBackend, n: usize) -> Result<(), String> {
 }
 
 fn used_memory(redis: &RedisServer) -> Result<u64, String> {
-    let info = redis
-        .command(&["INFO", "memory"])
-        .map_err(|e| e.to_string())?;
-    info.lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| "INFO memory without used_memory".to_owned())
+    redis
+        .info("memory", "used_memory")
+        .map_err(|e| e.to_string())
 }
 
 async fn run(n: usize) -> Result<String, String> {
@@ -83,11 +79,7 @@ async fn run(n: usize) -> Result<String, String> {
     let before = used_memory(&redis)?;
     deliver(&state, n + 1).await?;
     let after = used_memory(&redis)?;
-    let keys: u64 = redis
-        .command(&["DBSIZE"])
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
+    let keys = redis.dbsize().map_err(|e| e.to_string())?;
     // The finish memos go after a minute; drop them now to see the marks alone.
     for key in redis.keys("chat:*:acked:*").map_err(|e| e.to_string())? {
         redis

@@ -368,6 +368,23 @@ impl RedisServer {
         command(self.port, args)
     }
 
+    /// A numeric field of `INFO {section}` (`used_memory` of `memory`, say).
+    pub fn info(&self, section: &str, field: &str) -> Result<u64, Error> {
+        let info = self.command(&["INFO", section])?;
+        info.lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| Error(format!("INFO {section} has no numeric {field}")))
+    }
+
+    /// `DBSIZE`: how many keys the server holds.
+    pub fn dbsize(&self) -> Result<u64, Error> {
+        let n = self.command(&["DBSIZE"])?;
+        n.trim()
+            .parse()
+            .map_err(|_| Error(format!("DBSIZE answered {n:?}")))
+    }
+
     /// `CLIENT PAUSE ms WRITE`: writes (and key expiry) stall for `ms`.
     pub fn pause_writes(&self, ms: u64) -> Result<(), Error> {
         self.command(&["CLIENT", "PAUSE", &ms.to_string(), "WRITE"])
