@@ -49,5 +49,10 @@ impl Acked {
                 self.until.remove(&key);
             }
         }
+        // After a burst, give the memory back.
+        if self.order.capacity() > 64 && self.order.len() * 4 < self.order.capacity() {
+            self.until.shrink_to(self.until.len() * 2);
+            self.order.shrink_to(self.order.len() * 2);
+        }
     }
 }

@@ -43,6 +43,7 @@
 #![forbid(unsafe_code)]
 
 mod acked;
+mod marks;
 mod scope;
 mod shard;
 
@@ -172,7 +173,7 @@ impl StateBackend for MemoryState {
 
     async fn unmark(&self, thread: &ThreadRef, key: &DedupeKey) -> Result<bool, StateError> {
         let tag = thread.thread_scope();
-        Ok(self.shard(tag.tag()).unmark(tag.tag(), key))
+        Ok(self.shard(tag.tag()).unmark(tag.tag(), key, Instant::now()))
     }
 
     async fn acquire_slot(

@@ -1,9 +1,7 @@
 //! One shard: the dedupe marks, subscriptions and scope records of the scope tags
 //! that hash to it. Every method runs inside the shard's lock.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use chat_core::{
@@ -14,89 +12,23 @@ use chat_core::{
 use tokio::time::Instant;
 
 use crate::acked::Acked;
+use crate::marks::{Marks, Seen};
 use crate::scope::{Recorded, ScopeState};
-
-#[derive(Debug)]
-struct Mark {
-    expires_at: Instant,
-    /// The request that set it, and what it decided, for a repeat of it.
-    request: LeaseToken,
-    recorded: Recorded,
-}
 
 #[derive(Debug, Default)]
 pub(crate) struct Shard {
-    /// Dedupe marks, keyed by a 128-bit digest of the tag and the key (see
-    /// [`Digest`]): a mark costs the same whatever the lengths of its ids.
-    dedupe: HashMap<u128, Mark>,
-    /// Expiry order of `dedupe`, for purging marks nobody looks up again.
-    dedupe_expiry: BinaryHeap<Reverse<(Instant, u128)>>,
-    digest: Digest,
+    /// Dedupe marks, 32 bytes each (see [`Marks`]).
+    marks: Marks,
     /// Subscribed threads, with when each subscription lapses.
     subscriptions: HashMap<ThreadRef, Instant>,
     scopes: HashMap<ScopeKey, ScopeState>,
     acked: Acked,
 }
 
-/// Two independently keyed SipHash hashers: 128 bits over (tag, key), keyed
-/// at random per process, so no input can be chosen to collide.
-#[derive(Debug, Default)]
-struct Digest(RandomState, RandomState);
-
-impl Digest {
-    fn slot(&self, tag: ScopeTag<'_>, key: &DedupeKey) -> u128 {
-        let part = |h: &RandomState| {
-            let mut h = h.build_hasher();
-            tag.hash(&mut h);
-            key.as_str().hash(&mut h);
-            h.finish()
-        };
-        (u128::from(part(&self.0)) << 64) | u128::from(part(&self.1))
-    }
-}
-
 impl Shard {
-    fn purge_dedupe(&mut self, now: Instant) {
-        while let Some(Reverse((at, _))) = self.dedupe_expiry.peek() {
-            if *at > now {
-                break;
-            }
-            if let Some(Reverse((_, slot))) = self.dedupe_expiry.pop() {
-                // A mark re-set later (after unmark) carries a later expiry: keep it.
-                if self.dedupe.get(&slot).is_some_and(|m| m.expires_at <= now) {
-                    self.dedupe.remove(&slot);
-                }
-            }
-        }
-    }
-
-    fn live_mark(&self, slot: u128, now: Instant) -> Option<&Mark> {
-        self.dedupe.get(&slot).filter(|m| m.expires_at > now)
-    }
-
-    fn mark(
-        &mut self,
-        slot: u128,
-        ttl: Duration,
-        now: Instant,
-        request: &LeaseToken,
-        recorded: Recorded,
-    ) {
-        let expires_at = now + ttl;
-        self.dedupe_expiry.push(Reverse((expires_at, slot)));
-        self.dedupe.insert(
-            slot,
-            Mark {
-                expires_at,
-                request: request.clone(),
-                recorded,
-            },
-        );
-    }
-
-    pub(crate) fn unmark(&mut self, tag: ScopeTag<'_>, key: &DedupeKey) -> bool {
-        let slot = self.digest.slot(tag, key);
-        self.dedupe.remove(&slot).is_some()
+    pub(crate) fn unmark(&mut self, tag: ScopeTag<'_>, key: &DedupeKey, now: Instant) -> bool {
+        let slot = self.marks.slot(tag, key);
+        self.marks.remove(slot, now)
     }
 
     /// Drops the scope's record once nothing is left in it.
@@ -113,23 +45,23 @@ impl Shard {
         next_fence: impl FnOnce() -> u64,
     ) -> Result<Admission, StateError> {
         validate(&req.concurrency)?;
-        self.purge_dedupe(now);
+        self.marks.purge(now);
         let subscribed = self.is_subscribed(&req.event.thread, now);
         if subscribed {
             // Activity keeps a subscription alive.
             self.subscriptions
                 .insert(req.event.thread.clone(), now + req.subscription_ttl);
         }
-        let slot = self.digest.slot(req.scope.tag(), &req.event.dedupe_key);
-        if let Some(mark) = self.live_mark(slot, now) {
-            if mark.request != req.id {
-                return Ok(Admission::new(Decision::Duplicate, subscribed));
+        let slot = self.marks.slot(req.scope.tag(), &req.event.dedupe_key);
+        match self.marks.seen(slot, &req.id, now) {
+            None => {}
+            Some(Seen::Other) => return Ok(Admission::new(Decision::Duplicate, subscribed)),
+            Some(Seen::Same(recorded)) => {
+                let state = self.scopes.entry(req.scope.clone()).or_default();
+                let decision = state.replay(&req.scope, &req.id, recorded, req.lease_ttl, now);
+                self.tidy(&req.scope, now);
+                return Ok(Admission::new(decision, subscribed));
             }
-            let recorded = mark.recorded;
-            let state = self.scopes.entry(req.scope.clone()).or_default();
-            let decision = state.replay(&req.scope, &req.id, recorded, req.lease_ttl, now);
-            self.tidy(&req.scope, now);
-            return Ok(Admission::new(decision, subscribed));
         }
         let in_progress = self
             .scopes
@@ -146,7 +78,7 @@ impl Shard {
             return Ok(Admission::new(Decision::Full, subscribed));
         }
         let (decision, recorded) = state.admit(req, now, next_fence);
-        self.mark(slot, req.dedupe_ttl, now, &req.id, recorded);
+        self.marks.set(slot, req.dedupe_ttl, now, &req.id, recorded);
         self.tidy(&req.scope, now);
         Ok(Admission::new(decision, subscribed))
     }
@@ -197,10 +129,10 @@ impl Shard {
     }
 
     pub(crate) fn request_cancel(&mut self, req: &CancelRequest, now: Instant) -> CancelOutcome {
-        self.purge_dedupe(now);
-        let slot = self.digest.slot(req.scope.tag(), &req.dedupe_key);
-        if let Some(mark) = self.live_mark(slot, now) {
-            if mark.request != req.id {
+        self.marks.purge(now);
+        let slot = self.marks.slot(req.scope.tag(), &req.dedupe_key);
+        if let Some(seen) = self.marks.seen(slot, &req.id, now) {
+            if !matches!(seen, Seen::Same(Recorded::Cancel)) {
                 return CancelOutcome::Duplicate;
             }
             let count = self
@@ -209,7 +141,8 @@ impl Shard {
                 .map_or(0, |s| s.cancel_count(now));
             return CancelOutcome::Recorded { count };
         }
-        self.mark(slot, req.dedupe_ttl, now, &req.id, Recorded::Cancel);
+        self.marks
+            .set(slot, req.dedupe_ttl, now, &req.id, Recorded::Cancel);
         match self
             .scopes
             .get_mut(&req.scope)

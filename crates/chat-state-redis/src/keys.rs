@@ -14,14 +14,17 @@
 
 use std::fmt::Write as _;
 
-use base64::Engine as _;
-
 use chat_core::{DedupeKey, Platform, ScopeKey, ScopePart, ScopeTag, TenantId, ThreadRef};
 
 /// Hash-tag buckets. Each holds a fence counter and an orphan index, and a
 /// sweep reads every bucket's index. Changing it moves every key: a store must
 /// be empty (or drained) before the number changes.
 pub(crate) const BUCKETS: u32 = 1024;
+
+/// Bytes of digest naming a dedupe mark: 96 bits, unique among the marks of a
+/// bucket's hour (a collision would answer a new event `duplicate`) with
+/// billions of marks to spare.
+pub(crate) const MARK_DIGEST: usize = 12;
 
 /// The keys of one store, under a prefix.
 #[derive(Debug, Clone)]
@@ -162,23 +165,19 @@ pub(crate) struct TagKeys {
 }
 
 impl TagKeys {
-    /// The dedupe mark of a key (string, PX dedupe TTL): a short key of
-    /// fixed size, `{prefix}:{bbb}:d:` and 128 bits of SHA-256 over the tag
-    /// and the dedupe key (base64url), in the tag's hash slot. A mark exists
-    /// for every delivery for the dedupe TTL, so its size is what Redis
-    /// holds per delivery.
-    pub(crate) fn dedupe(&self, key: &DedupeKey) -> String {
+    /// The name of a key's dedupe mark: `{prefix}:{bbb}:d:` and 12 bytes (96
+    /// bits of SHA-256 over the tag and the dedupe key), in the tag's hash
+    /// slot. The scripts keep the mark as a field of an hourly hash of the
+    /// bucket (`common.lua`), so a delivery costs a field, not a key.
+    pub(crate) fn dedupe(&self, key: &DedupeKey) -> Vec<u8> {
         let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
         digest.update(self.id.as_bytes());
         digest.update(&[0]);
         digest.update(key.as_str().as_bytes());
         let digest = digest.finish();
-        let short = digest.as_ref().get(..16).unwrap_or_default();
-        format!(
-            "{}:d:{}",
-            self.bucket_base,
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(short)
-        )
+        let mut name = format!("{}:d:", self.bucket_base).into_bytes();
+        name.extend_from_slice(digest.as_ref().get(..MARK_DIGEST).unwrap_or_default());
+        name
     }
 
     /// The subscription of a thread of this tag (string, PX subscription TTL).
@@ -332,6 +331,11 @@ mod tests {
 
     use super::*;
 
+    /// A mark's name without its digest bytes: the text part.
+    fn named(mark: &[u8]) -> &str {
+        std::str::from_utf8(&mark[..mark.len() - MARK_DIGEST]).unwrap_or("not UTF-8")
+    }
+
     fn thread(tenant: &str, channel: &str, thread: &str) -> ThreadRef {
         ThreadRef::new(Platform::SLACK, tenant, channel, thread)
     }
@@ -343,9 +347,9 @@ mod tests {
         let tag = keys.thread(&long);
         let key = DedupeKey::new("C00000001:1796133502.023881");
         let mark = tag.dedupe(&key);
-        // chat:{bbb}:d: and 22 base64url characters (128 bits).
-        assert_eq!(mark.len(), "chat:{000}:d:".len() + 22, "{mark}");
-        assert_eq!(hash_tag(&mark), hash_tag(&tag.subscription("x")));
+        // chat:{bbb}:d: and 12 bytes (96 bits).
+        assert_eq!(mark.len(), "chat:{000}:d:".len() + 12, "{mark:?}");
+        assert_eq!(hash_tag(named(&mark)), hash_tag(&tag.subscription("x")));
         assert_eq!(mark, tag.dedupe(&key), "stable");
         assert_ne!(
             mark,
@@ -369,7 +373,7 @@ mod tests {
         let queue = keys.scope(&odd.thread_scope()).queue;
         assert!(!tenant.is_subscription(&queue));
         let mark = tag.dedupe(&chat_core::DedupeKey::new("e:sub:1"));
-        assert!(!tenant.is_subscription(&mark));
+        assert!(!tenant.is_subscription(named(&mark)));
         // A tenant whose id starts with this one's, and another platform.
         let longer = thread("T10", "C1", "1.2");
         let other = keys.thread(&longer).subscription(&longer.thread);
@@ -400,7 +404,7 @@ mod tests {
         let channel = keys.scope(&t.channel_scope());
         assert_eq!(hash_tag(&channel.lease), tag);
         let tk = keys.thread(&t);
-        assert_eq!(hash_tag(&tk.dedupe(&DedupeKey::new("e1"))), tag);
+        assert_eq!(hash_tag(named(&tk.dedupe(&DedupeKey::new("e1")))), tag);
         assert_eq!(hash_tag(&tk.subscription("1.0")), tag);
     }
 

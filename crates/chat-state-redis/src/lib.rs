@@ -73,4 +73,4 @@ mod state;
 pub use builder::{
     DEFAULT_ACK_TIMEOUT, DEFAULT_POOL_SIZE, DEFAULT_PREFIX, DEFAULT_TIMEOUT, RedisStateBuilder,
 };
-pub use state::RedisState;
+pub use state::{MAX_DEDUPE_TTL, RedisState};

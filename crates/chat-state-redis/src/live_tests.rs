@@ -32,13 +32,23 @@ async fn every_key_of_a_channel_maps_to_one_cluster_slot() -> TestResult {
     for (tenant, channel) in [("T1", "C1"), ("E0:T9", "{odd}:chan"), ("org", "issue-7")] {
         let thread = chat_core::ThreadRef::new(Platform::SLACK, tenant, channel, "1.0");
         let tag = keys.thread(&thread);
-        let mut names: Vec<String> = Vec::new();
+        let mut names: Vec<Vec<u8>> = Vec::new();
         for scope in [thread.thread_scope(), thread.channel_scope()] {
-            names.extend(keys.scope(&scope).all().iter().map(|k| (*k).to_owned()));
+            names.extend(
+                keys.scope(&scope)
+                    .all()
+                    .iter()
+                    .map(|k| k.as_bytes().to_vec()),
+            );
         }
-        names.push(tag.dedupe(&DedupeKey::new("C1:1.0")));
-        names.push(tag.subscription("1.0"));
-        names.push(tag.subscription("2.0"));
+        // A mark's name, and the hourly hash the scripts keep it in.
+        let mark = tag.dedupe(&DedupeKey::new("C1:1.0"));
+        let mut hour = mark[..mark.len() - crate::keys::MARK_DIGEST].to_vec();
+        hour.extend_from_slice(b"492113");
+        names.push(mark);
+        names.push(hour);
+        names.push(tag.subscription("1.0").into_bytes());
+        names.push(tag.subscription("2.0").into_bytes());
         let mut slots = std::collections::BTreeSet::new();
         for name in &names {
             let slot: i64 = redis::cmd("CLUSTER")
@@ -53,12 +63,14 @@ async fn every_key_of_a_channel_maps_to_one_cluster_slot() -> TestResult {
     Ok(())
 }
 
-/// A script that fails on the server (here: a queue key holding a string) is a
-/// typed backend error, not a panic or a wrong answer.
-#[tokio::test]
-async fn a_script_error_is_a_typed_backend_error() -> TestResult {
+/// A backend on `REDIS_URL` under a fresh prefix, the prefix, and a raw
+/// connection to the same server; `None` (skip) without a server.
+async fn single_server() -> Result<
+    Option<(RedisState, String, redis::aio::MultiplexedConnection)>,
+    Box<dyn std::error::Error>,
+> {
     let Some(url) = single_url() else {
-        return Ok(());
+        return Ok(None);
     };
     let prefix = unique_prefix();
     let state = RedisState::builder()
@@ -66,12 +78,22 @@ async fn a_script_error_is_a_typed_backend_error() -> TestResult {
         .prefix(prefix.as_str())
         .build()
         .await?;
+    let conn = redis::Client::open(url)?
+        .get_multiplexed_async_connection()
+        .await?;
+    Ok(Some((state, prefix, conn)))
+}
+
+/// A script that fails on the server (here: a queue key holding a string) is a
+/// typed backend error, not a panic or a wrong answer.
+#[tokio::test]
+async fn a_script_error_is_a_typed_backend_error() -> TestResult {
+    let Some((state, prefix, mut conn)) = single_server().await? else {
+        return Ok(());
+    };
     let thread = chat_core::ThreadRef::new(Platform::new("test"), "T1", "C1", "1.0");
     let scope = thread.thread_scope();
     let queue_key = Keys::new(&prefix).scope(&scope).queue;
-    let mut conn = redis::Client::open(url)?
-        .get_multiplexed_async_connection()
-        .await?;
     let _: () = redis::cmd("SET")
         .arg(&queue_key)
         .arg("not a hash")
@@ -96,15 +118,9 @@ async fn a_script_error_is_a_typed_backend_error() -> TestResult {
 /// id its ref carries, and the other entries are handed over.
 #[tokio::test]
 async fn an_undecodable_entry_is_reported_and_the_rest_run() -> TestResult {
-    let Some(url) = single_url() else {
+    let Some((state, prefix, mut conn)) = single_server().await? else {
         return Ok(());
     };
-    let prefix = unique_prefix();
-    let state = RedisState::builder()
-        .url(url.as_str())
-        .prefix(prefix.as_str())
-        .build()
-        .await?;
     let thread = chat_core::ThreadRef::new(Platform::new("test"), "T1", "C1", "1.0");
     let scope = thread.thread_scope();
     let admit = |id: &str| {
@@ -117,9 +133,6 @@ async fn an_undecodable_entry_is_reported_and_the_rest_run() -> TestResult {
     state.admit(admit("b")).await?;
     state.admit(admit("c")).await?;
     let queue_key = Keys::new(&prefix).scope(&scope).queue;
-    let mut conn = redis::Client::open(url)?
-        .get_multiplexed_async_connection()
-        .await?;
     let _: () = redis::cmd("LSET")
         .arg(&queue_key)
         .arg(0)
@@ -135,5 +148,78 @@ async fn an_undecodable_entry_is_reported_and_the_rest_run() -> TestResult {
     assert_eq!(batch.reports[0].event_id.as_str(), "b");
     assert_eq!(batch.reports[0].fate, chat_core::Fate::Undecodable);
     assert_eq!(batch.reports[0].thread.as_ref(), Some(&thread));
+    Ok(())
+}
+
+/// A mark lives as a field of the hourly hash of the hour it was set; a lookup
+/// reads every hour its dedupe TTL spans, and honours the mark's own expiry.
+/// Here a mark is planted two hours back: a 3 h TTL finds it (duplicate), a
+/// 1 h TTL does not look that far (runs), and once its own expiry has passed it
+/// no longer counts although its hash is still there.
+#[tokio::test]
+async fn a_mark_is_found_in_every_hour_its_ttl_spans_and_only_until_it_expires() -> TestResult {
+    let Some((state, prefix, mut conn)) = single_server().await? else {
+        return Ok(());
+    };
+    let (secs, _): (u64, u64) = redis::cmd("TIME").query_async(&mut conn).await?;
+    let now_ms = secs * 1000;
+    let keys = Keys::new(&prefix);
+    // Plants a mark of another request, set two hours ago, expiring at `until`.
+    let plant = |thread: &chat_core::ThreadRef, key: &str, until: u64| {
+        let name = keys.thread(thread).dedupe(&DedupeKey::new(key));
+        let (base, field) = name.split_at(name.len() - crate::keys::MARK_DIGEST);
+        let mut hour = base.to_vec();
+        hour.extend_from_slice((now_ms / 3_600_000 - 2).to_string().as_bytes());
+        let mut value = b"r".to_vec();
+        value.extend_from_slice(&until.to_be_bytes()[2..]);
+        value.extend_from_slice(b"\x01\x02\x03\x04");
+        (hour, field.to_vec(), value)
+    };
+    let admit = |thread: &chat_core::ThreadRef, key: &str, ttl_h: u64| {
+        let event = EventBuilder::new(thread.clone())
+            .id(key)
+            .dedupe(key)
+            .mention("m")
+            .build();
+        AdmitRequest::new(event, thread.thread_scope(), Concurrency::Drop)
+            .dedupe_ttl(std::time::Duration::from_secs(ttl_h * 3600))
+    };
+    for (n, (until, ttl_h, duplicate)) in [
+        (now_ms + 600_000, 3, true),
+        (now_ms + 600_000, 1, false),
+        (now_ms - 1, 3, false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let thread = chat_core::ThreadRef::new(Platform::SLACK, "T1", "C1", format!("{n}.0"));
+        let key = format!("k{n}");
+        let (hour, field, value) = plant(&thread, &key, until);
+        let _: () = redis::cmd("HSET")
+            .arg(&hour)
+            .arg(&field)
+            .arg(&value)
+            .query_async(&mut conn)
+            .await?;
+        let _: () = redis::cmd("PEXPIRE")
+            .arg(&hour)
+            .arg(60_000)
+            .query_async(&mut conn)
+            .await?;
+        let admission = state.admit(admit(&thread, &key, ttl_h)).await?;
+        assert_eq!(
+            matches!(admission.decision, chat_core::Decision::Duplicate),
+            duplicate,
+            "case {n}: {:?}",
+            admission.decision
+        );
+    }
+    // A TTL beyond what unmark looks back over is refused, not silently kept.
+    let thread = chat_core::ThreadRef::new(Platform::SLACK, "T1", "C1", "9.0");
+    let too_long = admit(&thread, "k9", 24 * 8);
+    assert!(matches!(
+        state.admit(too_long).await,
+        Err(StateError::InvalidRequest(_))
+    ));
     Ok(())
 }

@@ -31,6 +31,7 @@ pub(crate) struct Scripts {
     pub(crate) renew_slot: Script,
     pub(crate) release_slot: Script,
     pub(crate) request_cancel: Script,
+    pub(crate) unmark: Script,
 }
 
 impl Scripts {
@@ -49,11 +50,12 @@ impl Scripts {
             renew_slot: script!("renew_slot.lua"),
             release_slot: script!("release_slot.lua"),
             request_cancel: script!("request_cancel.lua"),
+            unmark: script!("unmark.lua"),
         }
     }
 
     /// Every script, for loading them ahead of the first call.
-    pub(crate) fn all(&self) -> [&Script; 13] {
+    pub(crate) fn all(&self) -> [&Script; 14] {
         [
             &self.admit_drop,
             &self.admit_queue,
@@ -68,6 +70,7 @@ impl Scripts {
             &self.renew_slot,
             &self.release_slot,
             &self.request_cancel,
+            &self.unmark,
         ]
     }
 }

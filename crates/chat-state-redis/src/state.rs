@@ -244,6 +244,20 @@ where
     Ok(out)
 }
 
+/// The longest dedupe TTL this backend keeps a mark for: `unmark` looks a mark
+/// up in every hour of it. Platforms retry for hours (Slack's Delayed Events
+/// for a day), so a week is far beyond any of them.
+pub const MAX_DEDUPE_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+fn dedupe_ttl(ttl: Duration) -> Result<u64, StateError> {
+    if ttl > MAX_DEDUPE_TTL {
+        return Err(StateError::InvalidRequest(
+            "a dedupe TTL longer than the Redis backend's MAX_DEDUPE_TTL (7 days)",
+        ));
+    }
+    Ok(ms(ttl))
+}
+
 fn validate(c: &Concurrency) -> Result<(), StateError> {
     let bad = match c {
         Concurrency::Queue(q) => (q.max_size == 0).then_some("a queue max_size of zero"),
@@ -448,7 +462,7 @@ impl StateBackend for RedisState {
         inv.key(&mark)
             .key(&subscription)
             .arg(gate)
-            .arg(ms(request.dedupe_ttl))
+            .arg(dedupe_ttl(request.dedupe_ttl)?)
             .arg(token.as_str())
             .arg(lease_ttl);
         match request.concurrency {
@@ -598,9 +612,10 @@ impl StateBackend for RedisState {
     }
 
     async fn unmark(&self, thread: &ThreadRef, key: &DedupeKey) -> Result<bool, StateError> {
-        let mark = self.keys.thread(thread).dedupe(key);
-        let removed: i64 = self.query(redis::cmd("DEL").arg(mark)).await?;
-        Ok(removed > 0)
+        let mut inv = self.scripts.unmark.prepare_invoke();
+        inv.key(self.keys.thread(thread).dedupe(key))
+            .arg(ms(MAX_DEDUPE_TTL));
+        Ok(crate::reply::int(self.eval(&inv, self.timeout).await?)? == 1)
     }
 
     async fn acquire_slot(
@@ -652,7 +667,7 @@ impl StateBackend for RedisState {
             .key(&keys.slots)
             .key(&keys.slot_cancels)
             .key(&keys.slot_waiters)
-            .arg(ms(request.dedupe_ttl))
+            .arg(dedupe_ttl(request.dedupe_ttl)?)
             .arg(request.id.as_str());
         let mut r = Reply::new(self.eval(&inv, self.timeout).await?)?;
         match r.text()?.as_str() {

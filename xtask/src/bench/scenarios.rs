@@ -506,18 +506,27 @@ impl Bench {
         );
         for (label, key) in [
             (
-                "Redis bytes per delivery, marks only",
-                "redis_marks_bytes_per_delivery",
+                "Redis bytes per delivery, marks only, one channel",
+                "redis_marks_bytes_one_channel",
+            ),
+            (
+                "Redis bytes per delivery, marks only, 1,000 channels",
+                "redis_marks_bytes_1000_channels",
             ),
             (
                 "Redis bytes per delivery, with the finish memos",
                 "redis_bytes_per_delivery",
             ),
             (
-                "memory backend heap bytes per delivery",
+                "memory backend heap bytes per delivery, settled",
                 "memory_bytes_per_delivery",
             ),
+            (
+                "memory backend heap bytes per delivery, with the finish memos",
+                "memory_bytes_per_delivery_with_memos",
+            ),
             ("Slack dedupe TTL (s)", "slack_dedupe_ttl_s"),
+            ("a mark held (s), mean", "mark_held_s"),
             (
                 "Redis MB per sustained Slack delivery/s",
                 "redis_mb_per_sustained_delivery_per_s",

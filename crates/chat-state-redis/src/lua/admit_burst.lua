@@ -1,6 +1,6 @@
 -- admit_burst.lua: the ack path under `Burst`, in one atomic step.
 --
--- KEYS[1]  dedupe mark of the event       (string "<rid>|<recorded>", PX dedupe TTL)
+-- KEYS[1]  dedupe mark of the event       (named; a field of an hourly hash)
 -- KEYS[2]  subscription of its thread     (string)
 -- KEYS[3]  the scope's lease              (hash, PX lease TTL)
 -- KEYS[4]  the bucket's fence counter     (string, no TTL)
@@ -30,7 +30,7 @@
 --        {'hold', subscribed, fence}
 --        {'queued', subscribed, depth}
 
-local stop, subscribed = gate(KEYS[1], KEYS[2], KEYS[8], ARGV[6], ARGV[1], ARGV[3], ARGV[#ARGV])
+local stop, subscribed = gate(KEYS[1], ARGV[2], KEYS[2], KEYS[8], ARGV[6], ARGV[1], ARGV[3], ARGV[#ARGV])
 if stop then
   if stop[1] == 'replay' then
     return replay(stop[3], ARGV[3], subscribed, KEYS[3], KEYS[6], ARGV[4])

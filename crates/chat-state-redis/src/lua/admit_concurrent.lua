@@ -1,6 +1,6 @@
 -- admit_concurrent.lua: the ack path under `Concurrent`, in one atomic step.
 --
--- KEYS[1] dedupe mark of the event       (string "<rid>|<recorded>", PX dedupe TTL)
+-- KEYS[1] dedupe mark of the event       (named; a field of an hourly hash)
 -- KEYS[2] subscription of its thread     (string)
 -- KEYS[3] the scope's slots              (sorted set token -> expiry ms)
 -- KEYS[4] the scope's slot stop counts   (hash token -> count)
@@ -24,7 +24,7 @@
 -- Reply: {'duplicate'|'not-subscribed'|'waiting-for-slot'|'stored', subscribed}
 --        {'run', subscribed, fence}
 
-local stop, subscribed = gate(KEYS[1], KEYS[2], KEYS[9], ARGV[7], ARGV[1], ARGV[3], ARGV[#ARGV])
+local stop, subscribed = gate(KEYS[1], ARGV[2], KEYS[2], KEYS[9], ARGV[7], ARGV[1], ARGV[3], ARGV[#ARGV])
 local now, us = clock()
 if stop then
   if stop[1] ~= 'replay' then

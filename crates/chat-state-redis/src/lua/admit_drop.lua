@@ -1,6 +1,6 @@
 -- admit_drop.lua: the ack path under `Drop`, in one atomic step.
 --
--- KEYS[1]  dedupe mark of the event       (string "<rid>|<recorded>", PX dedupe TTL)
+-- KEYS[1]  dedupe mark of the event       (named; a field of an hourly hash)
 -- KEYS[2]  subscription of its thread     (string)
 -- KEYS[3]  the scope's lease              (hash, PX lease TTL)
 -- KEYS[4]  the bucket's fence counter     (string, no TTL)
@@ -28,7 +28,7 @@
 --        {'run', subscribed, fence}
 --        {'dropped', subscribed, 'busy'}
 
-local stop, subscribed = gate(KEYS[1], KEYS[2], KEYS[12], ARGV[6], ARGV[1], ARGV[3], ARGV[#ARGV])
+local stop, subscribed = gate(KEYS[1], ARGV[2], KEYS[2], KEYS[12], ARGV[6], ARGV[1], ARGV[3], ARGV[#ARGV])
 if stop then
   if stop[1] == 'replay' then
     return replay(stop[3], ARGV[3], subscribed, KEYS[3], KEYS[8], ARGV[4])

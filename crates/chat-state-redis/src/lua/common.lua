@@ -18,8 +18,10 @@
 --     l = lapses, h = handed back (1) or not, t = handed out at ms} and a list of
 --     its entries and reports. It has no TTL: it stays until its holder
 --     acknowledges it, or the next holder adopts it.
---   * A dedupe mark is "<request id>|<what the admit recorded>", so a repeat of
---     the same request replays its decision instead of answering duplicate.
+--   * A dedupe mark is a field of an hourly hash of its bucket (see the
+--     marks section below): what the admit recorded, when the mark expires and
+--     a digest of the request that set it, so a repeat of the same request
+--     replays its decision instead of answering duplicate.
 --   * An acknowledgement is a key "<scope acked prefix>:<token>:<seq>" (PX two
 --     TTLs, at least a minute) while which a repeated acknowledgement is
 --     answered 'released'. The caller names it, so it is declared like any key.
@@ -85,19 +87,78 @@ local function reindex(index, member, lease, working, now)
   redis.call('ZADD', index, now + ttl, member)
 end
 
+-- Dedupe marks. Each mark would cost a key of its own (over 200 bytes of
+-- Redis), so marks are fields of hourly hashes instead: the client names a
+-- mark `<bucket>:d:<12 bytes of digest>`; the mark lives as field <digest> of
+-- the hash `<bucket>:d:<hour>` (the hour it was set, in server time), valued
+-- <code><expiry ms, 6 bytes><request digest, 4 bytes>: 11 bytes, so field and
+-- value each fit Redis's smallest string allocations once a busy channel's
+-- hash outgrows the compact encoding. The hash expires with the last mark set
+-- in it. A lookup reads the hours the dedupe TTL spans,
+-- newest first, and takes a mark only before its own expiry: marks expire
+-- exactly as keys with PX would. The one key name built here, in the slot of
+-- the declared mark name (the same hash tag).
+local MARK_HOUR = 3600000
+local MARK_CODES = {
+  run = 'r', hold = 'h', queued = 'q', pending = 'p', slot = 's',
+  ['wait-slot'] = 'w', ['dropped-busy'] = 'b', ['dropped-full'] = 'f', cancel = 'c',
+}
+local MARK_RECORDED = {}
+for recorded, code in pairs(MARK_CODES) do
+  MARK_RECORDED[code] = recorded
+end
+
+-- The hour hash key of a mark name, for hour `h`, and the mark's field.
+local function mark_slot(name, h)
+  return string.sub(name, 1, -14) .. ':' .. int(h), string.sub(name, -12)
+end
+
+-- 32 bits of SHA-1 of a request id, as 4 bytes. Two requests of one key
+-- that share them (one in four billion) are told apart by the replay, which
+-- then finds the lease not theirs and answers 'stored': nothing runs twice.
+local function request_digest(rid)
+  return (string.gsub(string.sub(redis.sha1hex(rid), 1, 8), '..', function(h)
+    return string.char(tonumber(h, 16))
+  end))
+end
+
+-- The live mark `name` (set at most `ttl` ms ago): (request digest, recorded),
+-- or nil. Returns the hour hash and field it was found in as well.
+local function find_mark(name, ttl, now)
+  local newest = math.floor(now / MARK_HOUR)
+  for h = newest, math.floor((now - ttl) / MARK_HOUR), -1 do
+    local key, field = mark_slot(name, h)
+    local v = redis.call('HGET', key, field)
+    if v and struct.unpack('>I6', v, 2) > now then
+      return string.sub(v, 8), MARK_RECORDED[string.sub(v, 1, 1)], key, field
+    end
+  end
+  return nil
+end
+
+-- Sets mark `name` for `ttl` ms, by request `rid`, recording `recorded`.
+local function mark(name, ttl, rid, recorded)
+  local now = clock()
+  local expires = now + tonumber(ttl)
+  local key, field = mark_slot(name, math.floor(now / MARK_HOUR))
+  redis.call('HSET', key, field, MARK_CODES[recorded] .. struct.pack('>I6', expires) .. request_digest(rid))
+  if redis.call('PEXPIRETIME', key) < expires then
+    redis.call('PEXPIREAT', key, expires)
+  end
+end
+
 -- Admission steps 2 and 3: the dedupe mark and the subscription gate. Returns a
 -- finished reply when the event stops here ({'replay', subscribed, recorded}
 -- for a repeat of the same request), else nil; and the subscription bit.
-local function gate(mark_key, subscription, waiting_threads, thread, gate_mode, rid, sub_ttl)
+local function gate(mark_name, mark_ttl, subscription, waiting_threads, thread, gate_mode, rid, sub_ttl)
   local subscribed = redis.call('EXISTS', subscription)
   if subscribed == 1 then
     -- Activity keeps a subscription alive.
     redis.call('PEXPIRE', subscription, sub_ttl)
   end
-  local m = redis.call('GET', mark_key)
-  if m then
-    local by, recorded = string.match(m, '^([^|]*)|(.*)$')
-    if by == rid then
+  local by, recorded = find_mark(mark_name, tonumber(mark_ttl), clock())
+  if by then
+    if by == request_digest(rid) then
       return {'replay', subscribed, recorded}, subscribed
     end
     return {'duplicate', subscribed}, subscribed
@@ -107,10 +168,6 @@ local function gate(mark_key, subscription, waiting_threads, thread, gate_mode, 
     return {'not-subscribed', subscribed}, subscribed
   end
   return nil, subscribed
-end
-
-local function mark(key, ttl, rid, recorded)
-  redis.call('SET', key, rid .. '|' .. recorded, 'PX', ttl)
 end
 
 -- The answer to a repeat of an admission on an exclusive scope. A replayed

@@ -1,7 +1,7 @@
 -- request_cancel.lua: a control event (a stop request) bypasses the strategy:
 -- it is deduplicated and recorded on whoever holds the scope.
 --
--- KEYS[1] dedupe mark of the control event (string "<rid>|cancel", PX dedupe TTL)
+-- KEYS[1] dedupe mark of the control event (named; a field of an hourly hash)
 -- KEYS[2] the scope's lease                (hash, PX lease TTL)
 -- KEYS[3] the scope's slots                (sorted set token -> expiry ms)
 -- KEYS[4] the scope's slot stop counts     (hash token -> count)
@@ -25,9 +25,9 @@ local function count()
   return top
 end
 
-local m = redis.call('GET', KEYS[1])
-if m then
-  if m == ARGV[2] .. '|cancel' then
+local by, recorded = find_mark(KEYS[1], tonumber(ARGV[1]), clock())
+if by then
+  if by == request_digest(ARGV[2]) and recorded == 'cancel' then
     return {'recorded', count()}
   end
   return {'duplicate'}
