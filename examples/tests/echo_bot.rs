@@ -888,3 +888,120 @@ async fn on_linear_a_stream_is_thoughts_then_a_response_and_a_card_is_markdown()
     );
     stop(bot).await;
 }
+
+/// The value of the Prometheus series `name` whose labels include every one
+/// of `labels` (`key="value"`), from `GET /metrics` text; `None` if absent.
+fn series(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|line| {
+            let (key, value) = line.rsplit_once(' ')?;
+            let (metric, rest) = key.split_once('{').unwrap_or((key, ""));
+            (metric == name && labels.iter().all(|l| rest.contains(l)))
+                .then(|| value.parse().ok())
+                .flatten()
+        })
+}
+
+/// A scripted conversation, then a scrape: one delivery accepted (its slow
+/// handler holds the only detached place), a mention in another thread
+/// refused at capacity meanwhile, then the first's platform retry a duplicate. `/metrics` counts each
+/// verdict and outcome once, the ack histogram saw every delivery, the
+/// handler histogram the one run, and the gauges are back at rest.
+#[tokio::test]
+async fn metrics_after_a_scripted_conversation_match_its_outcomes() {
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("metrics")
+        .slack(fake.base_url())
+        .env("CHAT_DISPATCH", "deferred")
+        .env("CHAT_MAX_DETACHED", "1")
+        .env("ECHO_DELAY_MS", "1500")
+        .spawn()
+        .await
+        .unwrap();
+    let first = slack::app_mention("Ev01", REPLY_TS, Some(ROOT_TS), &slack::mentioning("one"));
+    let other = slack::app_mention(
+        "Ev02",
+        "1700000060.000300",
+        Some("1700000060.000300"),
+        &slack::mentioning("two"),
+    );
+    let answers = [
+        bot.deliver(&Delivery::slack_event(&first))
+            .await
+            .unwrap()
+            .status,
+        bot.deliver(&Delivery::slack_event(&other))
+            .await
+            .unwrap()
+            .status,
+    ];
+    assert_eq!(answers, [200, 503], "{}", bot.log_tail(20));
+    wait_for_stats(&bot, &json!({"handler-ran": 1, "message-rejected": 1})).await;
+    // Once the place is free again, the platform's retry of the first.
+    let retry = bot
+        .deliver(&Delivery::slack_retry(&first, 1, "http_timeout"))
+        .await
+        .unwrap();
+    assert_eq!(retry.status, 200);
+    wait_for_stats(
+        &bot,
+        &json!({"handler-ran": 1, "message-duplicate": 1, "message-rejected": 1}),
+    )
+    .await;
+
+    let scrape = bot.get("/metrics").await.unwrap();
+    assert_eq!(scrape.status, 200);
+    assert_eq!(
+        scrape.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    let text = scrape.body;
+    let slack = "platform=\"slack\"";
+    let get = |name: &str, labels: &[&str]| series(&text, name, labels);
+    for (verdict, n) in [("accepted", 1.0), ("duplicate", 1.0), ("at-capacity", 1.0)] {
+        let label = format!("verdict=\"{verdict}\"");
+        assert_eq!(
+            get("chat_deliveries_total", &[slack, &label]),
+            Some(n),
+            "{verdict}:\n{text}"
+        );
+    }
+    assert_eq!(
+        get("chat_ack_duration_seconds_count", &[slack]),
+        Some(3.0),
+        "{text}"
+    );
+    for (outcome, reason) in [
+        ("handler-ran", ""),
+        ("message-duplicate", ""),
+        ("message-rejected", "reason=\"at-capacity\""),
+    ] {
+        let label = format!("outcome=\"{outcome}\"");
+        assert_eq!(
+            get("chat_outcomes_total", &[slack, &label, reason]),
+            Some(1.0),
+            "{outcome}:\n{text}"
+        );
+    }
+    assert_eq!(
+        get(
+            "chat_handler_duration_seconds_count",
+            &[slack, "outcome=\"handler-ran\""]
+        ),
+        Some(1.0)
+    );
+    // The run waited for nothing; it ran for the handler's 1.5 s delay.
+    let ran_for = get(
+        "chat_handler_duration_seconds_sum",
+        &[slack, "outcome=\"handler-ran\""],
+    )
+    .unwrap();
+    assert!((1.5..15.0).contains(&ran_for), "{ran_for}");
+    assert_eq!(get("chat_wait_duration_seconds_count", &[slack]), Some(1.0));
+    assert!(get("chat_state_call_duration_seconds_count", &["op=\"admit\""]).unwrap() >= 2.0);
+    assert_eq!(get("chat_detached_runs_max", &[]), Some(1.0));
+    assert_eq!(get("chat_detached_runs", &[]), Some(0.0));
+    assert_eq!(get("chat_leases_held", &[]), Some(0.0));
+    stop(bot).await;
+}

@@ -8,12 +8,26 @@ use std::sync::{Arc, Mutex, PoisonError};
 use chat_core::TenantId;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::telemetry;
+
 type TenantCounts = Arc<Mutex<HashMap<TenantId, usize>>>;
 
 #[derive(Debug)]
 pub(crate) struct Admission {
     global: Arc<Semaphore>,
     per_tenant: Option<(usize, TenantCounts)>,
+    gauge: Gauge,
+}
+
+/// Which gauge an admission's places show in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gauge {
+    /// None (inline work).
+    Off,
+    /// `chat_detached_runs`.
+    Detached,
+    /// `chat_detached_runs`, and per tenant.
+    DetachedPerTenant,
 }
 
 /// One admitted unit of detached work. Dropping it frees its place.
@@ -21,6 +35,15 @@ pub(crate) struct Admission {
 pub(crate) struct Permit {
     _global: OwnedSemaphorePermit,
     _tenant: Option<TenantGuard>,
+    shown: Option<Option<TenantId>>,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        if let Some(tenant) = &self.shown {
+            telemetry::detached(-1.0, tenant.as_ref());
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -42,15 +65,20 @@ impl Drop for TenantGuard {
 }
 
 impl Admission {
-    pub(crate) fn new(max: usize, per_tenant: Option<usize>) -> Self {
+    pub(crate) fn new(max: usize, per_tenant: Option<usize>, gauge: Gauge) -> Self {
+        if gauge != Gauge::Off {
+            telemetry::detached_max(max);
+        }
         Self {
             global: Arc::new(Semaphore::new(max)),
             per_tenant: per_tenant.map(|m| (m, Arc::default())),
+            gauge,
         }
     }
 
     /// A permit, or `None` at either cap. Never waits.
-    pub(crate) fn try_admit(&self, tenant: &TenantId) -> Option<Permit> {
+    pub(crate) fn try_admit(&self, tenant_id: &TenantId) -> Option<Permit> {
+        let tenant = tenant_id;
         let global = Arc::clone(&self.global).try_acquire_owned().ok()?;
         let tenant = match &self.per_tenant {
             None => None,
@@ -67,9 +95,18 @@ impl Admission {
                 })
             }
         };
+        let shown = match self.gauge {
+            Gauge::Off => None,
+            Gauge::Detached => Some(None),
+            Gauge::DetachedPerTenant => Some(Some(tenant_id.clone())),
+        };
+        if let Some(t) = &shown {
+            telemetry::detached(1.0, t.as_ref());
+        }
         Some(Permit {
             _global: global,
             _tenant: tenant,
+            shown,
         })
     }
 
@@ -85,7 +122,7 @@ mod tests {
 
     #[test]
     fn permits_are_bounded_globally_and_per_tenant() {
-        let a = Admission::new(3, Some(2));
+        let a = Admission::new(3, Some(2), Gauge::Off);
         let t1 = TenantId::new("T1");
         let t2 = TenantId::new("T2");
         let p1 = a.try_admit(&t1).unwrap();

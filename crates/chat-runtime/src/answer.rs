@@ -27,6 +27,8 @@ struct Inner {
     event: OnceLock<Arc<Event>>,
     /// The event was admitted: its run is in progress.
     admitted: OnceLock<()>,
+    /// The name of the verdict the ack path answered with.
+    verdict: OnceLock<&'static str>,
     state: Mutex<State>,
 }
 
@@ -48,6 +50,16 @@ impl Answer {
 
     pub(crate) fn event(&self) -> Option<&Arc<Event>> {
         self.inner.event.get()
+    }
+
+    /// Notes the verdict the ack path answers with (the first one counts).
+    pub(crate) fn answered(&self, verdict: &'static str) {
+        let _ = self.inner.verdict.set(verdict);
+    }
+
+    /// The verdict the ack path answered with, if it got that far.
+    pub(crate) fn verdict(&self) -> Option<&'static str> {
+        self.inner.verdict.get().copied()
     }
 
     /// A handler's reply: kept for the HTTP answer, or given back when that

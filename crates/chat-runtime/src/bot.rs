@@ -399,13 +399,14 @@ impl BotBuilder {
             handlers.pattern.push((re, h));
         }
         let options = self.options;
+        let tenant_label = options.metrics_tenant_label;
         let bot = Bot {
             shared: Arc::new(Shared::new(
                 state,
                 adapters,
                 options,
                 handlers,
-                Recorder::new(self.observers),
+                Recorder::new(self.observers, tenant_label),
                 self.data,
             )),
         };

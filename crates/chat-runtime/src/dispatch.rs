@@ -31,6 +31,7 @@ pub(crate) async fn deliver_detached(
     parts: Parts,
     body: Bytes,
 ) -> http::Response<Bytes> {
+    let received = Instant::now();
     crate::sweep::start_sweeper(shared);
     let task_inner = Arc::clone(shared);
     let task_adapter = Arc::clone(&adapter);
@@ -43,18 +44,34 @@ pub(crate) async fn deliver_detached(
     // told to retry (or, for what it never retries, that the answer will
     // follow), while the delivery goes on: whatever `admit` decided still
     // happens (a handler that got the lease runs; the retry is then a duplicate).
-    match tokio::time::timeout(shared.options().ack_timeout, task).await {
-        Ok(Ok(response)) => response,
+    let (response, verdict) = match tokio::time::timeout(shared.options().ack_timeout, task).await {
+        Ok(Ok(response)) => (response, answer.verdict().unwrap_or("accepted")),
         Ok(Err(e)) => {
             tracing::error!(error = %e, "delivery task failed");
-            adapter.respond(answer.event().map(|e| &**e), &Verdict::Failed)
+            let verdict = Verdict::Failed;
+            let response = adapter.respond(answer.event().map(|e| &**e), &verdict);
+            (response, verdict.name())
         }
         Err(_) => {
             let verdict = answer.timed_out();
             tracing::warn!(name: "ack-timeout", adapter = adapter.name(), verdict = verdict.name(), "answered before the delivery finished");
-            adapter.respond(answer.event().map(|e| &**e), &verdict)
+            let response = adapter.respond(answer.event().map(|e| &**e), &verdict);
+            (response, verdict.name())
         }
-    }
+    };
+    crate::telemetry::delivery(adapter.platform(), verdict, received.elapsed());
+    response
+}
+
+/// The adapter's answer to `verdict`, noted for the delivery's metrics.
+fn respond(
+    answer: &Answer,
+    adapter: &Arc<dyn PlatformAdapter>,
+    event: Option<&Event>,
+    verdict: &Verdict,
+) -> http::Response<Bytes> {
+    answer.answered(verdict.name());
+    adapter.respond(event, verdict)
 }
 
 /// A delivery refused at the door (bad signature, malformed): one line per
@@ -93,14 +110,17 @@ async fn deliver(
 ) -> http::Response<Bytes> {
     if let Err(e) = adapter.verify(parts, &body) {
         log_rejected(shared, adapter.as_ref(), &e);
-        return adapter.respond(None, &Verdict::Rejected(e));
+        return respond(answer, adapter, None, &Verdict::Rejected(e));
     }
     let event = match adapter.parse(parts, &body) {
         Err(e) => {
             log_rejected(shared, adapter.as_ref(), &e);
-            return adapter.respond(None, &Verdict::Rejected(e));
+            return respond(answer, adapter, None, &Verdict::Rejected(e));
         }
-        Ok(Inbound::Reply(response)) => return response,
+        Ok(Inbound::Reply(response)) => {
+            answer.answered("reply");
+            return response;
+        }
         Ok(Inbound::Ignored { reason }) => {
             tracing::debug!(name: "message-ignored", adapter = adapter.name(), reason = reason.as_str());
             shared.recorder().record(&OutcomeRecord {
@@ -112,19 +132,19 @@ async fn deliver(
                 cancel_latency: None,
                 ended_at: None,
             });
-            return adapter.respond(None, &Verdict::Ignored);
+            return respond(answer, adapter, None, &Verdict::Ignored);
         }
         Ok(Inbound::Event(mut event)) => match adapter.resolve(&mut event).await {
             Ok(Resolution::Ignored { reason }) => {
                 tracing::debug!(name: "message-ignored", adapter = adapter.name(), reason);
                 shared.recorder().event(&event, Outcome::Ignored, reason);
-                return adapter.respond(Some(&event), &Verdict::Ignored);
+                return respond(answer, adapter, Some(&event), &Verdict::Ignored);
             }
             Ok(Resolution::Uninstalled { reason }) => {
                 tracing::info!(name: "app-uninstalled", adapter = adapter.name(), tenant = %event.tenant(), reason);
                 shared.recorder().event(&event, Outcome::Ignored, reason);
                 forget_tenant(shared, &event);
-                return adapter.respond(Some(&event), &Verdict::Ignored);
+                return respond(answer, adapter, Some(&event), &Verdict::Ignored);
             }
             Ok(_) => {
                 let event = Arc::new(*event);
@@ -136,10 +156,10 @@ async fn deliver(
                 shared
                     .recorder()
                     .event(&event, Outcome::Rejected, "resolve-failed");
-                return adapter.respond(Some(&event), &Verdict::Failed);
+                return respond(answer, adapter, Some(&event), &Verdict::Failed);
             }
         },
-        Ok(_) => return adapter.respond(None, &Verdict::Ignored),
+        Ok(_) => return respond(answer, adapter, None, &Verdict::Ignored),
     };
     let span = tracing::info_span!(
         "delivery",
@@ -161,7 +181,7 @@ async fn deliver(
         }
     };
     let verdict = answer.finish(decide.instrument(span).await);
-    adapter.respond(Some(&event), &verdict)
+    respond(answer, adapter, Some(&event), &verdict)
 }
 
 /// The scope `event` is serialized on.

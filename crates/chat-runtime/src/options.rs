@@ -177,6 +177,10 @@ pub struct RuntimeOptions {
     /// remembers an acknowledgement). Keep it above the state backend's
     /// client timeout. Default 30 s.
     pub state_retry: Duration,
+    /// Label the per-outcome counter and the detached-runs gauge with the
+    /// tenant (one series per installation: mind the cardinality of a
+    /// multi-workspace app). Default off.
+    pub metrics_tenant_label: bool,
 }
 
 impl Default for RuntimeOptions {
@@ -203,6 +207,7 @@ impl Default for RuntimeOptions {
             max_attempts: 3,
             shutdown: ShutdownMode::Drain,
             state_retry: Duration::from_secs(30),
+            metrics_tenant_label: false,
         }
     }
 }

@@ -122,11 +122,16 @@ impl<F: Fn(&OutcomeRecord) + Send + Sync + 'static> Observer for F {
 #[derive(Clone, Default)]
 pub(crate) struct Recorder {
     observers: Vec<Arc<dyn Observer>>,
+    /// Whether outcome metrics carry the tenant.
+    tenant_label: bool,
 }
 
 impl Recorder {
-    pub(crate) fn new(observers: Vec<Arc<dyn Observer>>) -> Self {
-        Self { observers }
+    pub(crate) fn new(observers: Vec<Arc<dyn Observer>>, tenant_label: bool) -> Self {
+        Self {
+            observers,
+            tenant_label,
+        }
     }
 
     pub(crate) fn event(&self, event: &Event, outcome: Outcome, reason: &'static str) {
@@ -160,6 +165,17 @@ impl Recorder {
             Outcome::Rejected => emit!(info, "message-rejected"),
             Outcome::Ignored => emit!(debug, "message-ignored"),
         }
+        crate::telemetry::outcome(
+            r.thread.as_ref().map(|t| t.platform),
+            r.thread
+                .as_ref()
+                .filter(|_| self.tenant_label)
+                .map(|t| &t.tenant),
+            r.outcome.name(),
+            r.reason,
+            r.ran_for,
+            r.cancel_latency,
+        );
         for o in &self.observers {
             o.on_outcome(r);
         }

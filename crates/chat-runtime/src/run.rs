@@ -73,6 +73,7 @@ pub(crate) async fn run(
         user_ttl: shared.options().user_cache_ttl,
     });
     let started = Instant::now();
+    crate::telemetry::run_started(event.platform(), waited(&event));
     let mut cancelled_at = None;
     let span = tracing::info_span!(
         "handler",
@@ -193,6 +194,17 @@ async fn subscribed_now(shared: &Shared, event: &Event) -> bool {
             tracing::warn!(error = %e, "is_subscribed failed; routing as unsubscribed");
             false
         })
+}
+
+/// How long ago `event` was received, by the wall clock (0 when unknown).
+fn waited(event: &Event) -> std::time::Duration {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    match event.received_at_ms {
+        0 => std::time::Duration::ZERO,
+        at => now.saturating_sub(std::time::Duration::from_millis(at)),
+    }
 }
 
 fn record(

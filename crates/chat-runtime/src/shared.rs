@@ -16,12 +16,14 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::admission::Admission;
+use crate::admission::{Admission, Gauge};
 use crate::cancel::{Cancel, CancelCause};
 use crate::data::AppData;
+use crate::metered::Metered;
 use crate::options::RuntimeOptions;
 use crate::outcome::Recorder;
 use crate::router::Handlers;
+use crate::telemetry;
 use crate::throttle::Throttle;
 
 /// The state one bot's tasks share.
@@ -119,12 +121,22 @@ impl Shared {
         recorder: Recorder,
         data: AppData,
     ) -> Self {
+        crate::telemetry::describe();
+        let gauge = if options.metrics_tenant_label {
+            Gauge::DetachedPerTenant
+        } else {
+            Gauge::Detached
+        };
         Self {
-            state,
+            state: Arc::new(Metered(state)),
             adapters,
             data,
-            admission: Admission::new(options.max_detached, options.max_detached_per_tenant),
-            inline: Admission::new(options.max_inline, options.max_inline_per_tenant),
+            admission: Admission::new(options.max_detached, options.max_detached_per_tenant, gauge),
+            inline: Admission::new(
+                options.max_inline,
+                options.max_inline_per_tenant,
+                Gauge::Off,
+            ),
             options,
             handlers,
             recorder,
@@ -227,25 +239,36 @@ impl Shared {
 
     /// Notes a lease this process holds (at its current batch).
     pub(crate) fn hold(&self, lease: &Lease) {
-        lock(&self.held).insert(lease.token().clone(), lease.clone());
+        let mut held = lock(&self.held);
+        held.insert(lease.token().clone(), lease.clone());
+        telemetry::leases_held(held.len());
     }
 
     pub(crate) fn unhold(&self, lease: &Lease) {
-        lock(&self.held).remove(lease.token());
+        let mut held = lock(&self.held);
+        held.remove(lease.token());
+        telemetry::leases_held(held.len());
     }
 
     /// Every lease still held, forgotten here (for shutdown to give back).
     pub(crate) fn take_held(&self) -> Vec<Lease> {
-        lock(&self.held).drain().map(|(_, l)| l).collect()
+        let taken = lock(&self.held).drain().map(|(_, l)| l).collect();
+        telemetry::leases_held(0);
+        taken
     }
 
     /// The waker of a holder waiting on `scope` (created for it).
     pub(crate) fn waker(&self, scope: &ScopeKey) -> Arc<Notify> {
-        Arc::clone(lock(&self.wakers).entry(scope.clone()).or_default())
+        let mut wakers = lock(&self.wakers);
+        let waker = Arc::clone(wakers.entry(scope.clone()).or_default());
+        telemetry::holders_waiting(wakers.len());
+        waker
     }
 
     pub(crate) fn forget_waker(&self, scope: &ScopeKey) {
-        lock(&self.wakers).remove(scope);
+        let mut wakers = lock(&self.wakers);
+        wakers.remove(scope);
+        telemetry::holders_waiting(wakers.len());
     }
 
     /// Wakes a holder waiting on `scope` here, if there is one.

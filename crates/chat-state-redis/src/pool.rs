@@ -69,6 +69,11 @@ impl managed::Manager for ClusterManager {
     }
 }
 
+/// Gauge: pooled connections in use, sampled at each checkout.
+pub(crate) const POOL_IN_USE: &str = "chat_redis_pool_in_use";
+/// Gauge: callers waiting for a pooled connection, sampled at each checkout.
+pub(crate) const POOL_WAITING: &str = "chat_redis_pool_waiting";
+
 /// The pool of a [`RedisState`](crate::RedisState).
 pub(crate) enum Pools {
     Single(Pool<SingleManager>),
@@ -77,10 +82,20 @@ pub(crate) enum Pools {
 
 impl Pools {
     pub(crate) async fn get(&self) -> Result<Conn, managed::PoolError<RedisError>> {
-        Ok(match self {
+        let conn = match self {
             Self::Single(p) => Conn::Single(p.get().await?),
             Self::Cluster(p) => Conn::Cluster(p.get().await?),
-        })
+        };
+        let status = match self {
+            Self::Single(p) => p.status(),
+            Self::Cluster(p) => p.status(),
+        };
+        // Sampled at each checkout: connections handed out (this one
+        // included), and callers queued for one.
+        let in_use = status.size.saturating_sub(status.available);
+        metrics::gauge!(POOL_IN_USE).set(in_use as f64);
+        metrics::gauge!(POOL_WAITING).set(status.waiting as f64);
+        Ok(conn)
     }
 
     pub(crate) fn is_cluster(&self) -> bool {

@@ -18,6 +18,7 @@ use examples::config::Args;
 use examples::echo;
 use examples::ledger::Ledger;
 use examples::stats::Stats;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tracing_subscriber::EnvFilter;
 
 /// mimalloc instead of the system allocator: a webhook server allocates and
@@ -30,6 +31,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct App {
     bot: Bot,
     stats: Arc<Stats>,
+    metrics: PrometheusHandle,
 }
 
 #[tokio::main]
@@ -40,6 +42,7 @@ async fn main() -> Result<(), BoxError> {
         )
         .init();
     let args = Args::parse();
+    let metrics = metrics()?;
     let (state, kv) = state(&args).await?;
     let stats = Arc::new(Stats::default());
     let ledger = match &args.ledger {
@@ -100,10 +103,12 @@ async fn main() -> Result<(), BoxError> {
     let app = App {
         bot: bot.clone(),
         stats,
+        metrics,
     };
     let routes = routes
         .route("/healthz", get(healthz))
         .route("/stats", get(stats_json))
+        .route("/metrics", get(metrics_text))
         .fallback(post(not_found).get(not_found))
         .with_state(app);
 
@@ -131,6 +136,24 @@ async fn main() -> Result<(), BoxError> {
         "stopped"
     );
     Ok(())
+}
+
+/// The Prometheus recorder every metric of the runtime goes to, with its
+/// histograms' buckets, and the task that keeps its histograms compact
+/// between scrapes.
+fn metrics() -> Result<PrometheusHandle, BoxError> {
+    let handle = PrometheusBuilder::new()
+        .set_buckets(chat_runtime::telemetry::LATENCY_BUCKETS)?
+        .install_recorder()?;
+    let upkeep = handle.clone();
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            every.tick().await;
+            upkeep.run_upkeep();
+        }
+    });
+    Ok(handle)
 }
 
 /// The state backend, and the same backend as the KV store installations live in.
@@ -177,6 +200,17 @@ async fn healthz(State(app): State<App>) -> impl IntoResponse {
 
 async fn stats_json(State(app): State<App>) -> impl IntoResponse {
     Json(app.stats.snapshot(app.bot.in_flight()))
+}
+
+/// `GET /metrics`: Prometheus's text format.
+async fn metrics_text(State(app): State<App>) -> impl IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        app.metrics.render(),
+    )
 }
 
 async fn not_found() -> StatusCode {
