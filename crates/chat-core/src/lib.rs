@@ -48,6 +48,7 @@ pub mod concurrency;
 pub mod error;
 pub mod event;
 pub mod id;
+pub mod inspect;
 pub mod installation;
 pub mod kv;
 pub mod outbound;
@@ -72,6 +73,7 @@ pub use id::{
     DedupeKey, EventId, InvalidPlatform, Platform, ScopeKey, ScopePart, ScopeTag, TenantId,
     ThreadRef,
 };
+pub use inspect::{EntryView, ForceRelease, HolderView, ScopeFilter, ScopeView};
 pub use installation::{Installation, InstallationError, InstallationStore, Secret};
 pub use kv::{KvStore, SetMode};
 pub use outbound::{HistoryMessage, HistoryPage, UserInfo};

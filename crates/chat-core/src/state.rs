@@ -68,6 +68,7 @@ use crate::concurrency::Concurrency;
 use crate::error::StateError;
 use crate::event::Event;
 use crate::id::{DedupeKey, EventId, Platform, ScopeKey, TenantId, ThreadRef};
+use crate::inspect::{ForceRelease, ScopeFilter, ScopeView};
 use crate::kv::KvStore;
 
 /// Whether an event needs its thread to be subscribed before it is admitted.
@@ -752,6 +753,35 @@ pub trait StateBackend: KvStore + Send + Sync + 'static {
     /// Whether the backend answers.
     async fn health(&self) -> Result<(), StateError>;
 
+    /// Inspection: the busy scopes that pass `filter` — held by a lease or a
+    /// slot, or with events in their care (in flight, queued, pending, in
+    /// burst windows) — at most `limit`, in no particular order, each as
+    /// [`inspect_scope`](Self::inspect_scope) would show it. Every scope of
+    /// every replica sharing the store (on a cluster, every node; never a
+    /// blocking full-keyspace command). Not atomic across scopes: a scope
+    /// that changes during the call shows one state or the other.
+    async fn busy_scopes(
+        &self,
+        filter: &ScopeFilter,
+        limit: usize,
+    ) -> Result<Vec<ScopeView>, StateError>;
+
+    /// Inspection: one scope in full, read atomically; `None` when it is
+    /// idle (no live lease or slot, nothing in its care).
+    async fn inspect_scope(&self, scope: &ScopeKey) -> Result<Option<ScopeView>, StateError>;
+
+    /// The operator's release of a stuck holder: if the scope's live lease
+    /// (or one of its live slots) carries `fence` — the number the operator
+    /// saw in [`inspect_scope`](Self::inspect_scope) — it is deleted;
+    /// otherwise nothing changes ([`ForceRelease::Stale`]). Nothing in the
+    /// scope's care is dropped: its in-flight batch and waiting entries stay,
+    /// the scope needs a holder again, and the next
+    /// [`sweep`](Self::sweep) (or admit) hands them over — the in-flight
+    /// batch as a further attempt. The released holder learns at its next
+    /// renewal ([`Renewal::Lost`]); its late `finish` is `Lost`.
+    async fn force_release(&self, scope: &ScopeKey, fence: u64)
+    -> Result<ForceRelease, StateError>;
+
     /// Whether other processes share this state, so that work handed back at
     /// shutdown ([`Release::HandBack`]) runs on another replica. A backend
     /// private to one process answers `false`: the runtime then records a run
@@ -826,6 +856,26 @@ impl<T: StateBackend + ?Sized> StateBackend for std::sync::Arc<T> {
 
     async fn health(&self) -> Result<(), StateError> {
         (**self).health().await
+    }
+
+    async fn busy_scopes(
+        &self,
+        filter: &ScopeFilter,
+        limit: usize,
+    ) -> Result<Vec<ScopeView>, StateError> {
+        (**self).busy_scopes(filter, limit).await
+    }
+
+    async fn inspect_scope(&self, scope: &ScopeKey) -> Result<Option<ScopeView>, StateError> {
+        (**self).inspect_scope(scope).await
+    }
+
+    async fn force_release(
+        &self,
+        scope: &ScopeKey,
+        fence: u64,
+    ) -> Result<ForceRelease, StateError> {
+        (**self).force_release(scope, fence).await
     }
 
     fn shared(&self) -> bool {

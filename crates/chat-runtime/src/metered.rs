@@ -8,9 +8,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
-    Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, Handoff, KvStore, Lease,
-    LeaseToken, Platform, Recovered, Release, Renewal, ScopeKey, SetMode, SlotGrant, StateBackend,
-    StateError, TenantId, ThreadRef,
+    Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, ForceRelease, Handoff,
+    KvStore, Lease, LeaseToken, Platform, Recovered, Release, Renewal, ScopeFilter, ScopeKey,
+    ScopeView, SetMode, SlotGrant, StateBackend, StateError, TenantId, ThreadRef,
 };
 use tokio::time::Instant;
 
@@ -133,6 +133,26 @@ impl StateBackend for Metered {
 
     async fn health(&self) -> Result<(), StateError> {
         timed("health", self.0.health()).await
+    }
+
+    async fn busy_scopes(
+        &self,
+        filter: &ScopeFilter,
+        limit: usize,
+    ) -> Result<Vec<ScopeView>, StateError> {
+        timed("busy-scopes", self.0.busy_scopes(filter, limit)).await
+    }
+
+    async fn inspect_scope(&self, scope: &ScopeKey) -> Result<Option<ScopeView>, StateError> {
+        timed("inspect-scope", self.0.inspect_scope(scope)).await
+    }
+
+    async fn force_release(
+        &self,
+        scope: &ScopeKey,
+        fence: u64,
+    ) -> Result<ForceRelease, StateError> {
+        timed("force-release", self.0.force_release(scope, fence)).await
     }
 
     fn shared(&self) -> bool {

@@ -56,9 +56,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
-    Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, Handoff, KvStore, Lease,
-    LeaseToken, Platform, Recovered, Release, Renewal, ScopeKey, ScopeTag, SetMode, SlotGrant,
-    StateBackend, StateError, TenantId, ThreadRef,
+    Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, ForceRelease, Handoff,
+    KvStore, Lease, LeaseToken, Platform, Recovered, Release, Renewal, ScopeFilter, ScopeKey,
+    ScopeTag, ScopeView, SetMode, SlotGrant, StateBackend, StateError, TenantId, ThreadRef,
 };
 use tokio::time::Instant;
 
@@ -253,6 +253,37 @@ impl StateBackend for MemoryState {
 
     async fn health(&self) -> Result<(), StateError> {
         Ok(())
+    }
+
+    async fn busy_scopes(
+        &self,
+        filter: &ScopeFilter,
+        limit: usize,
+    ) -> Result<Vec<ScopeView>, StateError> {
+        let now = Instant::now();
+        let mut out = Vec::new();
+        for shard in &self.shards {
+            let room = limit.saturating_sub(out.len());
+            if room == 0 {
+                break;
+            }
+            out.extend(lock(shard).busy_scopes(filter, room, now));
+        }
+        Ok(out)
+    }
+
+    async fn inspect_scope(&self, scope: &ScopeKey) -> Result<Option<ScopeView>, StateError> {
+        Ok(self.shard(scope.tag()).inspect_scope(scope, Instant::now()))
+    }
+
+    async fn force_release(
+        &self,
+        scope: &ScopeKey,
+        fence: u64,
+    ) -> Result<ForceRelease, StateError> {
+        Ok(self
+            .shard(scope.tag())
+            .force_release(scope, fence, Instant::now()))
     }
 
     /// State in one process: nothing handed back at shutdown would run.

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chat_core::{
-    AdmitRequest, Batch, Concurrency, Decision, DropReason, Event, Fate, Handoff, Lease, LeaseKind,
-    LeaseToken, OnFull, Recovered, Release, Renewal, Report, ScopeKey, SlotGrant, Waiting,
+    AdmitRequest, Batch, Concurrency, Decision, DropReason, EntryView, Event, Fate, ForceRelease,
+    Handoff, HolderView, Lease, LeaseKind, LeaseToken, OnFull, Recovered, Release, Renewal, Report,
+    ScopeKey, ScopeView, SlotGrant, Waiting,
 };
 use tokio::time::Instant;
 
@@ -217,6 +218,75 @@ impl ScopeState {
 
     pub(crate) fn thread_waits(&self, thread: &str) -> bool {
         self.waiting_threads.contains(thread)
+    }
+
+    /// The scope as an operator sees it; `None` when idle.
+    pub(crate) fn view(&mut self, scope: &ScopeKey, now: Instant) -> Option<ScopeView> {
+        if self.is_idle(now) {
+            return None;
+        }
+        let entry = |e: &Entry| {
+            EntryView::new(
+                e.event.id.clone(),
+                e.event.thread.thread.clone(),
+                now.saturating_duration_since(e.admitted_at),
+            )
+        };
+        let mut view = ScopeView::new(scope.clone());
+        view.holder = self.live_lease(now).map(|h| {
+            HolderView::new(
+                h.token.as_str(),
+                h.fence,
+                h.expires_at.saturating_duration_since(now),
+            )
+        });
+        let mut slots: Vec<_> = self.slots.iter().collect();
+        slots.sort_by_key(|(_, s)| s.fence);
+        view.slots = slots
+            .into_iter()
+            .map(|(t, s)| {
+                HolderView::new(
+                    t.as_str(),
+                    s.fence,
+                    s.expires_at.saturating_duration_since(now),
+                )
+            })
+            .collect();
+        if let Some(f) = &self.inflight {
+            view.in_flight.extend(f.entries.iter().map(entry));
+        }
+        view.in_flight
+            .extend(self.slot_runs.values().map(|r| entry(&r.entry)));
+        view.queued = self.queue.iter().map(entry).collect();
+        view.pending = self.pending.iter().map(|p| entry(&p.entry)).collect();
+        view.burst = self
+            .windows
+            .iter()
+            .flat_map(|w| w.members.iter().map(entry))
+            .collect();
+        Some(view)
+    }
+
+    /// Deletes the live lease or slot with `fence`; everything in the scope's
+    /// care stays for the next holder.
+    pub(crate) fn force_release(&mut self, fence: u64, now: Instant) -> ForceRelease {
+        self.tidy(now);
+        if self.live_lease(now).is_some_and(|h| h.fence == fence) {
+            self.lease = None;
+            return ForceRelease::Released;
+        }
+        let slot = self
+            .slots
+            .iter()
+            .find(|(_, s)| s.fence == fence)
+            .map(|(t, _)| t.clone());
+        match slot {
+            Some(token) => {
+                self.slots.remove(&token);
+                ForceRelease::Released
+            }
+            None => ForceRelease::Stale,
+        }
     }
 
     pub(crate) fn is_idle(&mut self, now: Instant) -> bool {

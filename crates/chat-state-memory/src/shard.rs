@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use chat_core::{
-    Admission, AdmitRequest, CancelOutcome, CancelRequest, Concurrency, Decision, DedupeKey, Gate,
-    Handoff, Lease, LeaseToken, Platform, Recovered, Release, Renewal, ScopeKey, ScopeTag,
-    SlotGrant, StateError, TenantId, ThreadRef,
+    Admission, AdmitRequest, CancelOutcome, CancelRequest, Concurrency, Decision, DedupeKey,
+    ForceRelease, Gate, Handoff, Lease, LeaseToken, Platform, Recovered, Release, Renewal,
+    ScopeFilter, ScopeKey, ScopeTag, ScopeView, SlotGrant, StateError, TenantId, ThreadRef,
 };
 use tokio::time::Instant;
 
@@ -209,6 +209,47 @@ impl Shard {
             }
         }
         out
+    }
+}
+
+impl Shard {
+    /// This shard's busy scopes that pass `filter`, at most `limit`.
+    pub(crate) fn busy_scopes(
+        &mut self,
+        filter: &ScopeFilter,
+        limit: usize,
+        now: Instant,
+    ) -> Vec<ScopeView> {
+        let mut out = Vec::new();
+        for (scope, state) in &mut self.scopes {
+            if out.len() >= limit {
+                break;
+            }
+            if filter.matches(scope)
+                && let Some(view) = state.view(scope, now)
+            {
+                out.push(view);
+            }
+        }
+        out
+    }
+
+    pub(crate) fn inspect_scope(&mut self, scope: &ScopeKey, now: Instant) -> Option<ScopeView> {
+        self.scopes.get_mut(scope)?.view(scope, now)
+    }
+
+    pub(crate) fn force_release(
+        &mut self,
+        scope: &ScopeKey,
+        fence: u64,
+        now: Instant,
+    ) -> ForceRelease {
+        let released = self
+            .scopes
+            .get_mut(scope)
+            .map_or(ForceRelease::Stale, |s| s.force_release(fence, now));
+        self.tidy(scope, now);
+        released
     }
 }
 

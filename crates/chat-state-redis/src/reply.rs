@@ -11,7 +11,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chat_core::{Batch, Event, EventId, Fate, Report, ScopeKey, StateError, ThreadRef, Waiting};
+use chat_core::{
+    Batch, EntryView, Event, EventId, Fate, HolderView, Report, ScopeKey, ScopeView, StateError,
+    ThreadRef, Waiting,
+};
 use redis::Value;
 
 use crate::error::bad_reply;
@@ -248,6 +251,74 @@ fn item(raw: &[u8], handed_at: i64, scope: &ScopeKey) -> Result<Item, StateError
 /// zero expiry).
 pub(crate) fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// The items of an array reply.
+fn items(v: Value) -> Result<Vec<Value>, StateError> {
+    match v {
+        Value::Array(items) | Value::Set(items) => Ok(items),
+        Value::Nil => Ok(Vec::new()),
+        _ => Err(bad_reply("expected an array")),
+    }
+}
+
+/// An entry's header (`<admitted ms>|<expires ms>|<ref>`) as an operator
+/// sees it, `now_ms` by the server's clock.
+fn entry_view(v: Value, scope: &ScopeKey, now_ms: i64) -> Result<EntryView, StateError> {
+    let Value::BulkString(header) = v else {
+        return Err(bad_reply("expected an entry header"));
+    };
+    let mut parts = header.splitn(3, |b| *b == b'|');
+    let admitted: i64 = parts
+        .next()
+        .and_then(|a| std::str::from_utf8(a).ok())
+        .and_then(|a| a.parse().ok())
+        .ok_or_else(|| bad_reply("an entry without its admission time"))?;
+    let _expires = parts.next();
+    let (id, thread) = read_ref(parts.next().unwrap_or_default(), scope);
+    let age = Duration::from_millis(u64::try_from(now_ms - admitted).unwrap_or(0));
+    Ok(EntryView::new(
+        id,
+        thread.map(|t| t.thread).unwrap_or_default(),
+        age,
+    ))
+}
+
+/// An `inspect.lua` reply as the view of `scope`; `None` when it is idle.
+pub(crate) fn scope_view(v: Value, scope: &ScopeKey) -> Result<Option<ScopeView>, StateError> {
+    let mut r = items(v)?.into_iter();
+    let mut next = || r.next().ok_or_else(|| bad_reply("inspect reply too short"));
+    let now = int(next()?)?;
+    let millis = |v: Value| int(v).map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
+    let mut view = ScopeView::new(scope.clone());
+    let mut lease = items(next()?)?.into_iter();
+    if let (Some(token), Some(f), Some(pttl)) = (lease.next(), lease.next(), lease.next()) {
+        view.holder = Some(HolderView::new(&text(token)?, fence(f)?, millis(pttl)?));
+    }
+    let entries = |v: Value| -> Result<Vec<EntryView>, StateError> {
+        items(v)?
+            .into_iter()
+            .map(|e| entry_view(e, scope, now))
+            .collect()
+    };
+    view.in_flight = entries(next()?)?;
+    view.queued = entries(next()?)?;
+    view.pending = entries(next()?)?;
+    view.burst = entries(next()?)?;
+    let slots = items(next()?)?;
+    for slot in slots.chunks(3) {
+        if let [token, expiry, f] = slot {
+            let expires = int(expiry.clone()).unwrap_or(now);
+            let left = Duration::from_millis(u64::try_from(expires - now).unwrap_or(0));
+            view.slots.push(HolderView::new(
+                &text(token.clone())?,
+                fence(f.clone())?,
+                left,
+            ));
+        }
+    }
+    view.in_flight.extend(entries(next()?)?);
+    Ok((!view.is_idle()).then_some(view))
 }
 
 #[cfg(test)]

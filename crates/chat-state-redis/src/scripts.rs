@@ -32,6 +32,8 @@ pub(crate) struct Scripts {
     pub(crate) release_slot: Script,
     pub(crate) request_cancel: Script,
     pub(crate) unmark: Script,
+    pub(crate) inspect: Script,
+    pub(crate) force_release: Script,
 }
 
 impl Scripts {
@@ -51,11 +53,13 @@ impl Scripts {
             release_slot: script!("release_slot.lua"),
             request_cancel: script!("request_cancel.lua"),
             unmark: script!("unmark.lua"),
+            inspect: script!("inspect.lua"),
+            force_release: script!("force_release.lua"),
         }
     }
 
     /// Every script, for loading them ahead of the first call.
-    pub(crate) fn all(&self) -> [&Script; 14] {
+    pub(crate) fn all(&self) -> [&Script; 16] {
         [
             &self.admit_drop,
             &self.admit_queue,
@@ -71,6 +75,8 @@ impl Scripts {
             &self.release_slot,
             &self.request_cancel,
             &self.unmark,
+            &self.inspect,
+            &self.force_release,
         ]
     }
 }

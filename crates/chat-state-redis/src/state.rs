@@ -8,8 +8,9 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
     Admission, AdmitRequest, CancelOutcome, CancelRequest, Concurrency, Decision, DedupeKey,
-    DropReason, Gate, Handoff, KvStore, Lease, LeaseKind, LeaseToken, OnFull, Platform, Recovered,
-    Release, Renewal, ScopeKey, SetMode, SlotGrant, StateBackend, StateError, TenantId, ThreadRef,
+    DropReason, ForceRelease, Gate, Handoff, KvStore, Lease, LeaseKind, LeaseToken, OnFull,
+    Platform, Recovered, Release, Renewal, ScopeFilter, ScopeKey, ScopeView, SetMode, SlotGrant,
+    StateBackend, StateError, TenantId, ThreadRef,
 };
 use futures_util::future::join_all;
 use redis::aio::ConnectionLike;
@@ -165,15 +166,27 @@ impl RedisState {
     /// whose slots) lapsed, by the indexes' scores against the server's clock,
     /// while work needs a holder.
     async fn orphan_candidates(&self, limit: usize) -> Result<Vec<String>, StateError> {
+        self.indexed(limit, true).await
+    }
+
+    /// The members of every bucket's indexes (the scopes held or with work,
+    /// see `common.lua`), at most `limit` per index; `lapsed`: only those
+    /// whose lease (or slot) lapsed, by the server's clock.
+    async fn indexed(&self, limit: usize, lapsed: bool) -> Result<Vec<String>, StateError> {
         let timeout = self.timeout;
         within(timeout, async {
             let mut conn = self.conn(timeout).await?;
             let r = async {
-                let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut conn).await?;
-                let now = secs * 1000 + micros / 1000;
+                let until = if lapsed {
+                    let (secs, micros): (i64, i64) =
+                        redis::cmd("TIME").query_async(&mut conn).await?;
+                    (secs * 1000 + micros / 1000).to_string()
+                } else {
+                    "+inf".to_owned()
+                };
                 match &conn {
-                    Conn::Single(o) => read_buckets(&**o, &self.keys, now, limit).await,
-                    Conn::Cluster(o) => read_buckets(&**o, &self.keys, now, limit).await,
+                    Conn::Single(o) => read_buckets(&**o, &self.keys, &until, limit).await,
+                    Conn::Cluster(o) => read_buckets(&**o, &self.keys, &until, limit).await,
                 }
             }
             .await;
@@ -213,7 +226,7 @@ fn settle<T>(conn: Conn, r: redis::RedisResult<T>, timeout: Duration) -> Result<
 async fn read_buckets<C>(
     conn: &C,
     keys: &Keys,
-    now: i64,
+    until: &str,
     limit: usize,
 ) -> redis::RedisResult<Vec<String>>
 where
@@ -229,10 +242,11 @@ where
             redis::cmd("ZRANGEBYSCORE")
                 .arg(key)
                 .arg("-inf")
-                .arg(now)
+                .arg(until)
                 .arg("LIMIT")
                 .arg(0)
-                .arg(limit)
+                // A negative count: all of them.
+                .arg(i64::try_from(limit).unwrap_or(-1))
                 .query_async::<Vec<String>>(&mut c)
                 .await
         }
@@ -765,6 +779,74 @@ impl StateBackend for RedisState {
             }
         }
         Ok(removed)
+    }
+
+    async fn busy_scopes(
+        &self,
+        filter: &ScopeFilter,
+        limit: usize,
+    ) -> Result<Vec<ScopeView>, StateError> {
+        // Every held or working scope is in its bucket's index (see
+        // common.lua): read them all, on every node, and look at each.
+        let mut members = self.indexed(usize::MAX, false).await?;
+        members.sort();
+        members.dedup();
+        let mut out = Vec::new();
+        for member in members {
+            if out.len() >= limit {
+                break;
+            }
+            let Ok(scope) = serde_json::from_str::<ScopeKey>(&member) else {
+                continue;
+            };
+            if filter.matches(&scope)
+                && let Some(view) = self.inspect_scope(&scope).await?
+            {
+                out.push(view);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn inspect_scope(&self, scope: &ScopeKey) -> Result<Option<ScopeView>, StateError> {
+        let keys = self.keys.scope(scope);
+        let mut inv = self.scripts.inspect.prepare_invoke();
+        inv.key(&keys.lease)
+            .key(&keys.run_items)
+            .key(&keys.queue)
+            .key(&keys.pending)
+            .key(&keys.burst)
+            .key(&keys.slots)
+            .key(&keys.slot_runs);
+        crate::reply::scope_view(self.eval(&inv, self.timeout).await?, scope)
+    }
+
+    async fn force_release(
+        &self,
+        scope: &ScopeKey,
+        fence: u64,
+    ) -> Result<ForceRelease, StateError> {
+        let keys = self.keys.scope(scope);
+        let mut inv = self.scripts.force_release.prepare_invoke();
+        inv.key(&keys.lease)
+            .key(&keys.orphans)
+            .key(&keys.queue)
+            .key(&keys.pending)
+            .key(&keys.burst)
+            .key(&keys.run)
+            .key(&keys.outbox)
+            .key(&keys.slots)
+            .key(&keys.slot_cancels)
+            .key(&keys.slot_waiters)
+            .key(&keys.slot_runs)
+            .key(&keys.slot_orphans)
+            .arg(fence)
+            .arg(&keys.member);
+        match crate::reply::text(self.eval(&inv, self.timeout).await?)?.as_str() {
+            "released" => Ok(ForceRelease::Released),
+            "stale" => Ok(ForceRelease::Stale),
+            _ => Err(bad_reply("unknown force-release verdict")),
+        }
     }
 
     async fn health(&self) -> Result<(), StateError> {

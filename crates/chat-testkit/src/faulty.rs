@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chat_core::{
-    Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, Handoff, Lease, LeaseToken,
-    Recovered, Release, Renewal, ScopeKey, SlotGrant, StateBackend, StateError, ThreadRef,
+    Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, ForceRelease, Handoff, Lease,
+    LeaseToken, Recovered, Release, Renewal, ScopeFilter, ScopeKey, ScopeView, SlotGrant,
+    StateBackend, StateError, ThreadRef,
 };
 
 /// The protocol calls a fault can be injected into.
@@ -254,6 +255,26 @@ impl StateBackend for FaultyState {
 
     async fn health(&self) -> Result<(), StateError> {
         self.inner.health().await
+    }
+
+    async fn busy_scopes(
+        &self,
+        filter: &ScopeFilter,
+        limit: usize,
+    ) -> Result<Vec<ScopeView>, StateError> {
+        self.inner.busy_scopes(filter, limit).await
+    }
+
+    async fn inspect_scope(&self, scope: &ScopeKey) -> Result<Option<ScopeView>, StateError> {
+        self.inner.inspect_scope(scope).await
+    }
+
+    async fn force_release(
+        &self,
+        scope: &ScopeKey,
+        fence: u64,
+    ) -> Result<ForceRelease, StateError> {
+        self.inner.force_release(scope, fence).await
     }
 
     fn shared(&self) -> bool {

@@ -699,6 +699,26 @@ impl StateBackend for Hooked {
     async fn health(&self) -> Result<(), StateError> {
         self.inner.health().await
     }
+    async fn busy_scopes(
+        &self,
+        f: &chat_core::ScopeFilter,
+        limit: usize,
+    ) -> Result<Vec<chat_core::ScopeView>, StateError> {
+        self.inner.busy_scopes(f, limit).await
+    }
+    async fn inspect_scope(
+        &self,
+        s: &ScopeKey,
+    ) -> Result<Option<chat_core::ScopeView>, StateError> {
+        self.inner.inspect_scope(s).await
+    }
+    async fn force_release(
+        &self,
+        s: &ScopeKey,
+        fence: u64,
+    ) -> Result<chat_core::ForceRelease, StateError> {
+        self.inner.force_release(s, fence).await
+    }
     fn shared(&self) -> bool {
         self.inner.shared()
     }

@@ -34,6 +34,7 @@ pub(crate) mod control;
 mod debounce;
 mod dedupe;
 mod durable;
+mod inspect;
 mod kv;
 mod lease;
 mod queue;
@@ -45,6 +46,7 @@ pub use control::*;
 pub use debounce::*;
 pub use dedupe::*;
 pub use durable::*;
+pub use inspect::*;
 pub use kv::*;
 pub use lease::*;
 pub use queue::*;
@@ -130,6 +132,11 @@ macro_rules! __conformance_cases {
             lapsed_holder_acknowledges_its_own_batch,
             adopted_batches_read_as_first_handed_out,
             health_check_answers,
+            inspect_shows_a_held_scope_with_its_queue,
+            inspect_shows_pending_and_burst_entries,
+            force_release_with_a_stale_fence_changes_nothing,
+            force_release_hands_the_scopes_work_to_the_next_holder,
+            force_release_of_a_slot_leaves_its_run_for_recovery,
             race_one_dedupe_key_has_one_winner,
             race_one_scope_has_one_lease,
             race_slots_never_exceed_max,
