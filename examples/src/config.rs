@@ -224,6 +224,11 @@ pub struct Args {
     /// How long shutdown waits for handlers on SIGTERM / SIGINT (ms).
     #[arg(long, env = "SHUTDOWN_DEADLINE_MS", default_value_t = 10_000)]
     pub shutdown_deadline_ms: u64,
+    /// Mounts the inspector page at /inspect, opened by this token (at least
+    /// 16 characters; `Authorization: Bearer` or the page's login form).
+    /// Unset: no inspector. `GET /metrics` is always served.
+    #[arg(long, env = "INSPECT_TOKEN", hide_env_values = true)]
+    pub inspect_token: Option<String>,
 }
 
 /// `CHAT_SHUTDOWN`.
@@ -403,6 +408,7 @@ mod tests {
             "SERVER_MAX_IN_FLIGHT",
             "SERVER_REQUEST_TIMEOUT_MS",
             "ECHO_DELAY_MS",
+            "INSPECT_TOKEN",
         ] {
             assert!(help.contains(var), "--help does not mention {var}");
         }

@@ -61,4 +61,6 @@ pub mod guides {
     pub struct Production;
     #[doc = include_str!("../../docs/talking-back.md")]
     pub struct TalkingBack;
+    #[doc = include_str!("../../docs/operations.md")]
+    pub struct Operations;
 }

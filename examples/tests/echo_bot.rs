@@ -580,6 +580,7 @@ fn help_never_prints_a_secret_from_the_environment() {
         ("LINEAR_WEBHOOK_SECRET", "linear-s3cret"),
         ("LINEAR_API_KEY", "lin-api-s3cret"),
         ("LINEAR_ACCESS_TOKEN", "lin-token-s3cret"),
+        ("INSPECT_TOKEN", "inspect-token-s3cret"),
     ];
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_echo-bot"))
         .arg("--help")

@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use chat_core::{PlatformAdapter, StateBackend};
+use chat_core::{ForceRelease, PlatformAdapter, ScopeKey, StateBackend, StateError};
 use regex::Regex;
 
 use crate::data::AppData;
 use crate::handler::{Handler, SharedHandler};
 use crate::options::{BuildError, RuntimeOptions};
-use crate::outcome::{Observer, Recorder};
+use crate::outcome::{Observer, OutcomeRecord, Recorder};
 use crate::router::Handlers;
 use crate::shared::Shared;
 use crate::webhook::WebhookService;
@@ -28,6 +28,20 @@ impl std::fmt::Debug for Bot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.shared.fmt(f)
     }
+}
+
+/// A handler run in progress in this process (see [`Bot::runs`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RunInfo {
+    /// The scope it holds.
+    pub scope: ScopeKey,
+    /// The event it runs.
+    pub event_id: chat_core::EventId,
+    /// Its thread.
+    pub thread: chat_core::ThreadRef,
+    /// How long it has been running.
+    pub running_for: Duration,
 }
 
 impl Bot {
@@ -65,6 +79,50 @@ impl Bot {
     /// The state backend.
     pub fn state(&self) -> &Arc<dyn StateBackend> {
         self.shared.state()
+    }
+
+    /// Operators: the handler runs in progress in this process, longest
+    /// running first.
+    pub fn runs(&self) -> Vec<RunInfo> {
+        let now = tokio::time::Instant::now();
+        let mut runs: Vec<RunInfo> = self
+            .shared
+            .runs()
+            .into_iter()
+            .map(|(scope, event, started)| RunInfo {
+                scope,
+                event_id: event.id.clone(),
+                thread: event.thread.clone(),
+                running_for: now.saturating_duration_since(started),
+            })
+            .collect();
+        runs.sort_by_key(|r| std::cmp::Reverse(r.running_for));
+        runs
+    }
+
+    /// Operators: the last [`RECENT_OUTCOMES`](crate::RECENT_OUTCOMES)
+    /// outcomes this process recorded, newest first.
+    pub fn recent_outcomes(&self) -> Vec<OutcomeRecord> {
+        self.shared.recorder().recent()
+    }
+
+    /// Operators: releases a stuck holder of `scope`, fenced — only if its
+    /// live lease (or slot) still carries `fence`, the number the operator
+    /// saw ([`StateBackend::force_release`]). When it was released, a recovery
+    /// sweep runs here at once, so the scope's work (its in-flight batch, as a
+    /// further attempt, then what waits) is taken over without waiting for
+    /// the next periodic sweep.
+    pub async fn force_release(
+        &self,
+        scope: &ScopeKey,
+        fence: u64,
+    ) -> Result<ForceRelease, StateError> {
+        let released = self.shared.state().force_release(scope, fence).await?;
+        tracing::warn!(name: "force-release", scope = %scope, fence, released = ?released, "operator force-release");
+        if released == ForceRelease::Released {
+            crate::sweep::sweep_now(&self.shared).await;
+        }
+        Ok(released)
     }
 
     /// Detached work admitted and not yet finished.

@@ -94,7 +94,7 @@ mod throttle;
 mod webhook;
 mod work;
 
-pub use bot::{Bot, BotBuilder, ShutdownReport};
+pub use bot::{Bot, BotBuilder, RunInfo, ShutdownReport};
 pub use cancel::CancelCause;
 pub use chat_core as core;
 pub use chat_core::{
@@ -106,7 +106,7 @@ pub use handler::{Handler, HandlerFuture};
 pub use options::{
     BuildError, Dispatch, LockScope, MAX_DURATION, RuntimeOptions, ScopeChoice, ShutdownMode,
 };
-pub use outcome::{Observer, Outcome, OutcomeRecord};
+pub use outcome::{Observer, Outcome, OutcomeRecord, RECENT_OUTCOMES};
 pub use signal::shutdown_signal;
 pub use thread::{DEFAULT_STREAM_INTERVAL, SentMessage, Thread};
 pub use webhook::WebhookService;

@@ -1,8 +1,9 @@
 //! Outcomes: every accepted delivery ends in exactly one, recorded as a `tracing`
 //! event with a stable name and handed to the registered [`Observer`]s.
 
+use std::collections::VecDeque;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use chat_core::{Event, EventId, ThreadRef};
@@ -124,14 +125,34 @@ pub(crate) struct Recorder {
     observers: Vec<Arc<dyn Observer>>,
     /// Whether outcome metrics carry the tenant.
     tenant_label: bool,
+    /// The last [`RECENT_OUTCOMES`] outcomes, oldest first (for operators).
+    recent: Arc<Mutex<VecDeque<OutcomeRecord>>>,
 }
+
+/// How many outcomes [`Bot::recent_outcomes`](crate::Bot::recent_outcomes) keeps.
+pub const RECENT_OUTCOMES: usize = 100;
 
 impl Recorder {
     pub(crate) fn new(observers: Vec<Arc<dyn Observer>>, tenant_label: bool) -> Self {
         Self {
             observers,
             tenant_label,
+            recent: Arc::default(),
         }
+    }
+
+    /// The last outcomes, newest first.
+    pub(crate) fn recent(&self) -> Vec<OutcomeRecord> {
+        let recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        recent.iter().rev().cloned().collect()
+    }
+
+    fn remember(&self, r: &OutcomeRecord) {
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        if recent.len() == RECENT_OUTCOMES {
+            recent.pop_front();
+        }
+        recent.push_back(r.clone());
     }
 
     pub(crate) fn event(&self, event: &Event, outcome: Outcome, reason: &'static str) {
@@ -165,6 +186,7 @@ impl Recorder {
             Outcome::Rejected => emit!(info, "message-rejected"),
             Outcome::Ignored => emit!(debug, "message-ignored"),
         }
+        self.remember(r);
         crate::telemetry::outcome(
             r.thread.as_ref().map(|t| t.platform),
             r.thread

@@ -52,6 +52,8 @@ pub(crate) async fn run(
             RunHandle {
                 cancel: cancel.clone(),
                 seen: Arc::clone(&held.seen_cancels),
+                event: Arc::clone(&event),
+                started: Instant::now(),
             },
         );
     }

@@ -110,6 +110,9 @@ pub(crate) struct RunHandle {
     pub(crate) cancel: Cancel,
     /// The stop requests its holder has acted on in this batch.
     pub(crate) seen: Arc<AtomicU32>,
+    /// The event it runs, and since when (for operators).
+    pub(crate) event: Arc<chat_core::Event>,
+    pub(crate) started: tokio::time::Instant,
 }
 
 impl Shared {
@@ -222,6 +225,17 @@ impl Shared {
                 runs.remove(scope);
             }
         }
+    }
+
+    /// Every run in progress here: (scope, event, started).
+    pub(crate) fn runs(&self) -> Vec<(ScopeKey, Arc<chat_core::Event>, tokio::time::Instant)> {
+        lock(&self.runs)
+            .iter()
+            .flat_map(|(scope, runs)| {
+                runs.iter()
+                    .map(|r| (scope.clone(), Arc::clone(&r.event), r.started))
+            })
+            .collect()
     }
 
     /// Stops every run in progress on `scope` here. `acted_on`: the stop

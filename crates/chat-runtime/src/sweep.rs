@@ -34,6 +34,11 @@ pub(crate) fn start_sweeper(shared: &Arc<Shared>) {
     });
 }
 
+/// One pass now (after an operator's force-release).
+pub(crate) async fn sweep_now(shared: &Arc<Shared>) {
+    sweep_once(shared).await;
+}
+
 /// One pass: as many recoveries as this process has room for.
 async fn sweep_once(shared: &Arc<Shared>) {
     let room = shared

@@ -105,6 +105,13 @@ async fn main() -> Result<(), BoxError> {
         stats,
         metrics,
     };
+    if let Some(token) = &args.inspect_token {
+        let inspector = chat_ops::Inspector::builder(bot.clone(), token.clone())
+            .base_path("/inspect")
+            .build()?;
+        routes = routes.nest_service("/inspect", inspector);
+        tracing::info!(path = "/inspect", "inspector mounted (INSPECT_TOKEN)");
+    }
     let routes = routes
         .route("/healthz", get(healthz))
         .route("/stats", get(stats_json))

@@ -134,6 +134,8 @@ async fn run_in(options: &Options, dir: &Path, out: &mut dyn Write) -> Result<Re
     let ledger = dir.join("ledger.jsonl");
     let strategy = strategy_name(options.strategy);
     let delay_ms = options.delay.as_millis();
+    // A token for this run's inspector page, printed below.
+    let inspect_token = chat_core::LeaseToken::generate().as_str().to_owned();
     let mut command = EchoBotCommand::new(&options.echo_bot)
         .slack(slack.base_url())
         .linear(linear.endpoint())
@@ -146,6 +148,7 @@ async fn run_in(options: &Options, dir: &Path, out: &mut dyn Write) -> Result<Re
         )
         .env("ECHO_DELAY_MS", delay_ms.to_string())
         .env("ECHO_LEDGER", ledger.display().to_string())
+        .env("INSPECT_TOKEN", inspect_token.clone())
         .env(
             "SHUTDOWN_DEADLINE_MS",
             SHUTDOWN_DEADLINE.as_millis().to_string(),
@@ -172,6 +175,12 @@ async fn run_in(options: &Options, dir: &Path, out: &mut dyn Write) -> Result<Re
         out,
         "  state {state}, deferred dispatch, strategy {strategy}, handler delay {delay_ms} ms"
     )?;
+    writeln!(
+        out,
+        "  inspector            http://{}/inspect  (token {inspect_token})",
+        bot.addr()
+    )?;
+    writeln!(out, "  metrics              http://{}/metrics", bot.addr())?;
     writeln!(out, "  fake Slack Web API   {}", slack.base_url())?;
     writeln!(out, "  fake Linear GraphQL  {}", linear.endpoint())?;
 
