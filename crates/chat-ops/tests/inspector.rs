@@ -68,10 +68,17 @@ fn post(
 /// A bot whose handler blocks the first run of event `slow` until cancelled;
 /// every other run returns at once. Outcomes are collected.
 fn bot(adapter: &ScriptedAdapter) -> Result<(Bot, Outcomes), Box<dyn std::error::Error>> {
+    bot_on(adapter, Arc::new(MemoryState::new()))
+}
+
+fn bot_on(
+    adapter: &ScriptedAdapter,
+    state: Arc<dyn chat_core::StateBackend>,
+) -> Result<(Bot, Outcomes), Box<dyn std::error::Error>> {
     let outcomes = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&outcomes);
     let bot = Bot::builder()
-        .state(MemoryState::new())
+        .state_arc(state)
         .adapter(adapter.clone())
         .options(RuntimeOptions {
             dispatch: Dispatch::Deferred,
@@ -257,5 +264,68 @@ async fn a_stale_fence_is_refused_and_the_current_one_hands_the_queue_over() -> 
     // The stuck event ran again under the new holder.
     assert!(ran(&outcomes, "slow"));
     bot.shutdown(Duration::from_secs(1)).await;
+    Ok(())
+}
+
+/// Two replicas on one Redis: the inspector of the one that holds nothing
+/// sees the scope the other holds, and its force-release moves the work to
+/// itself at once.
+#[tokio::test]
+async fn an_inspector_sees_and_releases_another_replicas_scope_on_redis() -> TestResult {
+    let Some(url) = chat_test_redis::single_url() else {
+        return Ok(());
+    };
+    let prefix = chat_test_redis::unique_prefix();
+    let redis = || async {
+        chat_state_redis::RedisState::builder()
+            .url(url.as_str())
+            .prefix(prefix.as_str())
+            .build()
+            .await
+    };
+    let adapter = ScriptedAdapter::new("scripted");
+    let (holder, _) = bot_on(&adapter, Arc::new(redis().await?))?;
+    let (other, outcomes) = bot_on(&adapter, Arc::new(redis().await?))?;
+    let inspector = Inspector::builder(other.clone(), TOKEN).build()?;
+    let bearer = format!("Bearer {TOKEN}");
+    let auth = Some(("authorization", bearer.as_str()));
+
+    let tenant = format!("T{}", &prefix[prefix.len() - 6..]);
+    let slow = adapter.mention(&tenant, "C1", "7.1", "slow", "take your time");
+    let next = adapter.mention(&tenant, "C1", "7.1", "next", "and then me");
+    for event in [&slow, &next] {
+        let answer = holder.handle("scripted", adapter.request(event)).await;
+        assert_eq!(answer.status(), StatusCode::OK);
+    }
+    let query = format!("/scopes.json?platform=scripted&tenant={tenant}");
+    let listed = call(&inspector, get(&query, auth)?).await?;
+    let listed: serde_json::Value = serde_json::from_str(&listed.body)?;
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["queued"][0]["event_id"], "next");
+    let fence = listed[0]["holder"]["fence"].as_u64().ok_or("no fence")?;
+    let scope = slow.thread.thread_scope().to_string();
+    assert!(other.runs().is_empty(), "the other replica runs nothing");
+
+    let released = call(
+        &inspector,
+        post(
+            "/release",
+            &[("scope", &scope), ("fence", &fence.to_string())],
+            auth,
+        )?,
+    )
+    .await?;
+    assert_eq!(released.status, StatusCode::OK, "{}", released.body);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !ran(&outcomes, "next") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the queued event never ran on the releasing replica"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(ran(&outcomes, "slow"), "the stuck event ran again there");
+    other.shutdown(Duration::from_secs(1)).await;
+    holder.shutdown(Duration::from_millis(100)).await;
     Ok(())
 }

@@ -130,6 +130,7 @@ pub(crate) async fn run(
     let (outcome, reason) = match (cancel.cause(), &result) {
         (Some(CancelCause::Preempted), _) => {
             tracing::warn!(name: "run-preempted", event_id = %event.id, thread = %event.thread, "lease lost; the event runs again under the scope's next holder");
+            crate::telemetry::lease_lost(event.platform());
             return End::Lost;
         }
         (Some(CancelCause::Shutdown), _) => {

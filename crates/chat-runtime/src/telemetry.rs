@@ -54,6 +54,10 @@ pub const DETACHED_MAX: &str = "chat_detached_runs_max";
 pub const TENANT_IN_USE: &str = "chat_tenant_detached_runs";
 /// Leases this process holds.
 pub const LEASES_HELD: &str = "chat_leases_held";
+/// Runs cancelled because their lease was lost (renewal refused or too late:
+/// a paused process, a partition, a force-release), by platform. Each runs
+/// again under the scope's next holder.
+pub const LEASES_LOST: &str = "chat_leases_lost_total";
 /// Holders of this process waiting for an entry to be ready (debounce, burst).
 pub const HOLDERS_WAITING: &str = "chat_holders_waiting";
 /// State backend call latency, by operation (`admit`, `finish`, …); the admit
@@ -91,6 +95,7 @@ pub(crate) fn describe() {
     describe_gauge!(DETACHED_MAX, "The max_detached bound");
     describe_gauge!(TENANT_IN_USE, "Detached runs in use per tenant");
     describe_gauge!(LEASES_HELD, "Leases this process holds");
+    describe_counter!(LEASES_LOST, "Runs cancelled because their lease was lost");
     describe_gauge!(HOLDERS_WAITING, "Holders waiting for an entry to be ready");
     describe_histogram!(
         STATE_SECONDS,
@@ -155,6 +160,11 @@ pub(crate) fn detached_max(max: usize) {
 /// Leases held by this process now.
 pub(crate) fn leases_held(n: usize) {
     ::metrics::gauge!(LEASES_HELD).set(n as f64);
+}
+
+/// A run lost its lease.
+pub(crate) fn lease_lost(platform: Platform) {
+    ::metrics::counter!(LEASES_LOST, "platform" => platform.as_str()).increment(1);
 }
 
 /// Holders of this process waiting now.
