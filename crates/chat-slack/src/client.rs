@@ -136,6 +136,9 @@ impl SlackClientBuilder {
         }
         let http = reqwest::Client::builder()
             .user_agent(concat!("chat-rs/", env!("CARGO_PKG_VERSION")))
+            // The Web API answers, it does not redirect: a 3xx is an error
+            // (`AdapterError::Status`), and no call pays for following one.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| BuildError::HttpClient(Box::new(e)))?;
         Ok(SlackClient {
@@ -149,6 +152,37 @@ impl SlackClientBuilder {
             auth: None,
             deadline: None,
         })
+    }
+}
+
+/// A Web API answer that says whether it is `ok`, and its error code if not.
+trait Answered {
+    fn verdict(&self) -> Result<(), Option<&str>>;
+}
+
+impl Answered for Value {
+    fn verdict(&self) -> Result<(), Option<&str>> {
+        if self.get("ok").and_then(Value::as_bool) == Some(true) {
+            Ok(())
+        } else {
+            Err(self.get("error").and_then(Value::as_str))
+        }
+    }
+}
+
+/// A 2xx answer's body as `T`; `ok: false` as [`AdapterError::Api`].
+fn answered<T: serde::de::DeserializeOwned + Answered>(
+    method: &str,
+    bytes: &[u8],
+) -> Result<T, AdapterError> {
+    let answer: T = serde_json::from_slice(bytes).map_err(|e| AdapterError::Decode(Box::new(e)))?;
+    match answer.verdict() {
+        Ok(()) => Ok(answer),
+        Err(code) => {
+            let code = code.unwrap_or("unknown_error").to_owned();
+            tracing::debug!(method, code = %code, "slack: api error");
+            Err(AdapterError::Api { code })
+        }
     }
 }
 
@@ -308,13 +342,7 @@ impl SlackClient {
     /// (with `"ok": true`).
     pub async fn call(&self, method: &str, body: &Value) -> Result<Value, AdapterError> {
         let payload = serde_json::to_vec(body).map_err(|e| AdapterError::Decode(Box::new(e)))?;
-        self.send(
-            method,
-            payload,
-            HeaderValue::from_static("application/json; charset=utf-8"),
-            self.auth.as_ref(),
-        )
-        .await
+        self.send_json(method, payload).await
     }
 
     /// Calls a method with a form body (the read methods, such as
@@ -326,13 +354,15 @@ impl SlackClient {
     ) -> Result<Value, AdapterError> {
         let payload =
             serde_urlencoded::to_string(form).map_err(|e| AdapterError::Decode(Box::new(e)))?;
-        self.send(
-            method,
-            payload.into_bytes(),
-            HeaderValue::from_static("application/x-www-form-urlencoded"),
-            self.auth.as_ref(),
-        )
-        .await
+        let bytes = self
+            .send(
+                method,
+                payload.into_bytes().into(),
+                HeaderValue::from_static("application/x-www-form-urlencoded"),
+                self.auth.as_ref(),
+            )
+            .await?;
+        answered(method, &bytes)
     }
 
     /// Calls a method with a form body and no token (`oauth.v2.access`, whose
@@ -344,13 +374,15 @@ impl SlackClient {
     ) -> Result<Value, AdapterError> {
         let payload =
             serde_urlencoded::to_string(form).map_err(|e| AdapterError::Decode(Box::new(e)))?;
-        self.send(
-            method,
-            payload.into_bytes(),
-            HeaderValue::from_static("application/x-www-form-urlencoded"),
-            None,
-        )
-        .await
+        let bytes = self
+            .send(
+                method,
+                payload.into_bytes().into(),
+                HeaderValue::from_static("application/x-www-form-urlencoded"),
+                None,
+            )
+            .await?;
+        answered(method, &bytes)
     }
 
     /// A failed request: [`AdapterError::DeadlineExceeded`] when the call's
@@ -363,13 +395,15 @@ impl SlackClient {
         }
     }
 
+    /// Sends `payload` to `method`, waiting out 429s within the deadline;
+    /// the body of a 2xx answer (its `ok` not yet checked).
     async fn send(
         &self,
         method: &str,
-        payload: Vec<u8>,
+        payload: bytes::Bytes,
         content_type: HeaderValue,
         auth: Option<&HeaderValue>,
-    ) -> Result<Value, AdapterError> {
+    ) -> Result<bytes::Bytes, AdapterError> {
         let url = format!("{}/{method}", self.inner.base_url);
         let deadline = self
             .deadline
@@ -432,19 +466,26 @@ impl SlackClient {
             if !status.is_success() {
                 return Err(AdapterError::Status(status));
             }
-            let answer: Value =
-                serde_json::from_slice(&bytes).map_err(|e| AdapterError::Decode(Box::new(e)))?;
-            if answer.get("ok").and_then(Value::as_bool) == Some(true) {
-                return Ok(answer);
-            }
-            let code = answer
-                .get("error")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown_error")
-                .to_owned();
-            tracing::debug!(method, code = %code, "slack: api error");
-            return Err(AdapterError::Api { code });
+            return Ok(bytes);
         }
+    }
+
+    /// Sends a JSON body and reads the answer as `T`, `ok: false` as
+    /// [`AdapterError::Api`].
+    async fn send_json<T: serde::de::DeserializeOwned + Answered>(
+        &self,
+        method: &str,
+        payload: Vec<u8>,
+    ) -> Result<T, AdapterError> {
+        let bytes = self
+            .send(
+                method,
+                payload.into(),
+                HeaderValue::from_static("application/json; charset=utf-8"),
+                self.auth.as_ref(),
+            )
+            .await?;
+        answered(method, &bytes)
     }
 
     /// `chat.postMessage`: posts `text` in `channel`, as a reply in `thread_ts`
@@ -561,21 +602,45 @@ impl SlackClient {
         content: &Content,
         metadata: Option<Value>,
     ) -> Result<PostedMessage, AdapterError> {
-        let mut body = json!({ "channel": channel });
-        content.write_into(&mut body);
-        if let Some(ts) = thread_ts.filter(|t| !t.is_empty()) {
-            body["thread_ts"] = json!(ts);
+        // Serialized straight from borrowed parts, and the answer read into
+        // the two fields it needs: the reply path builds no JSON tree.
+        #[derive(serde::Serialize)]
+        struct Post<'a> {
+            channel: &'a str,
+            text: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            blocks: Option<&'a [Value]>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            thread_ts: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            metadata: Option<&'a Value>,
         }
-        if let Some(metadata) = metadata {
-            body["metadata"] = metadata;
-        }
-        let answer = self.call("chat.postMessage", &body).await?;
         #[derive(Deserialize)]
         struct Posted {
+            #[serde(default)]
+            ok: bool,
+            error: Option<String>,
             channel: Option<String>,
             ts: Option<String>,
         }
-        let posted = Posted::deserialize(&answer).map_err(|e| AdapterError::Decode(Box::new(e)))?;
+        impl Answered for Posted {
+            fn verdict(&self) -> Result<(), Option<&str>> {
+                if self.ok {
+                    Ok(())
+                } else {
+                    Err(self.error.as_deref())
+                }
+            }
+        }
+        let body = Post {
+            channel,
+            text: &content.text,
+            blocks: content.blocks.as_deref(),
+            thread_ts: thread_ts.filter(|t| !t.is_empty()),
+            metadata: metadata.as_ref(),
+        };
+        let payload = serde_json::to_vec(&body).map_err(|e| AdapterError::Decode(Box::new(e)))?;
+        let posted: Posted = self.send_json("chat.postMessage", payload).await?;
         let ts = posted
             .ts
             .ok_or_else(|| AdapterError::Decode("chat.postMessage answer without ts".into()))?;
