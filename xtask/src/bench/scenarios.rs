@@ -32,21 +32,43 @@ impl Bench {
                 limit,
             });
         }
-        for (backend, rate) in [
-            (Backend::Memory, TARGET_MEMORY_RATE / 2.0),
-            (Backend::Memory, COMMON_RATE),
-            (Backend::Redis, COMMON_RATE),
+        // The saturated rates first: the latency targets are judged at half
+        // of what this run measured (at least half the target rate).
+        let mut done = self.runs(&runs)?;
+        let half = |label: &str, target: f64| {
+            done.iter()
+                .find(|(l, _, _)| l == label)
+                .map_or(target, |(_, _, f)| fl(f, "achieved_rate"))
+                .max(target)
+                / 2.0
+        };
+        let memory_half = half("memory-max", TARGET_MEMORY_RATE);
+        let redis_half = half("redis-max", TARGET_REDIS_RATE);
+        let mut fixed = Vec::new();
+        for (backend, rate, label) in [
+            (Backend::Memory, memory_half, "memory-at-half".to_owned()),
+            (Backend::Redis, redis_half, "redis-at-half".to_owned()),
+            (
+                Backend::Memory,
+                COMMON_RATE,
+                format!("memory-at-{COMMON_RATE:.0}"),
+            ),
+            (
+                Backend::Redis,
+                COMMON_RATE,
+                format!("redis-at-{COMMON_RATE:.0}"),
+            ),
         ] {
-            let (load, limit) = self.load(Some(rate), 15.0, &["--connections", "128"]);
-            runs.push(Run {
-                label: format!("{}-at-{rate:.0}", backend.name()),
+            let (load, limit) = self.load(Some(rate.round()), 15.0, &["--connections", "128"]);
+            fixed.push(Run {
+                label,
                 backend,
                 env: deferred_queue(),
                 load,
                 limit,
             });
         }
-        let done = self.runs(&runs)?;
+        done.extend(self.runs(&fixed)?);
         let mut t = String::from(
             "## backends: memory vs Redis (deferred dispatch, queue, no-op handler)\n\n",
         );
@@ -77,11 +99,10 @@ impl Bench {
                 at_least(fl(f, "achieved_rate"), TARGET_MEMORY_RATE, "/s")
             );
         }
-        if let Some(f) = get(&format!("memory-at-{:.0}", TARGET_MEMORY_RATE / 2.0)) {
+        if let Some(f) = get("memory-at-half") {
             let _ = writeln!(
                 t,
-                "- target memory ack p99 < {TARGET_MEMORY_P99_MS} ms at {:.0}/s: {}",
-                TARGET_MEMORY_RATE / 2.0,
+                "- target memory ack p99 < {TARGET_MEMORY_P99_MS} ms at half the saturated rate ({memory_half:.0}/s): {}",
                 below(fl(f, "ack_p99_ms"), TARGET_MEMORY_P99_MS, " ms")
             );
         }
@@ -100,11 +121,10 @@ impl Bench {
                 num(f, "redis_cpu_us_per_delivery", 1)
             );
         }
-        if let Some(f) = get(&common_r) {
+        if let Some(f) = get("redis-at-half") {
             let _ = writeln!(
                 t,
-                "- target Redis ack p99 < {TARGET_REDIS_P99_MS} ms at {:.0}/s: {}",
-                TARGET_REDIS_RATE / 2.0,
+                "- target Redis ack p99 < {TARGET_REDIS_P99_MS} ms at half the saturated rate ({redis_half:.0}/s): {}",
                 below(fl(f, "ack_p99_ms"), TARGET_REDIS_P99_MS, " ms")
             );
         }
