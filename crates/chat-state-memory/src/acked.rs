@@ -4,17 +4,19 @@
 //! idle; expired entries leave in order, so remembering costs O(1) per
 //! acknowledgement.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::{BuildHasher, RandomState};
 
 use chat_core::LeaseToken;
 use tokio::time::Instant;
 
+use crate::split::SplitMap;
+
 #[derive(Debug, Default)]
 pub(crate) struct Acked {
     hasher: RandomState,
     /// (token digest, seq) → until when.
-    until: HashMap<(u64, u64), Instant>,
+    until: SplitMap<(u64, u64), Instant>,
     /// The same, oldest first.
     order: VecDeque<(Instant, (u64, u64))>,
 }
@@ -51,7 +53,7 @@ impl Acked {
         }
         // After a burst, give the memory back.
         if self.order.capacity() > 64 && self.order.len() * 4 < self.order.capacity() {
-            self.until.shrink_to(self.until.len() * 2);
+            self.until.retain(|_| true);
             self.order.shrink_to(self.order.len() * 2);
         }
     }

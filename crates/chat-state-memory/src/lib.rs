@@ -46,6 +46,7 @@ mod acked;
 mod marks;
 mod scope;
 mod shard;
+mod split;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};

@@ -8,7 +8,6 @@
 //! chosen to collide. Expired marks never count; they are dropped in one pass
 //! at most once a minute, so purging costs no per-mark bookkeeping.
 
-use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::time::Duration;
 
@@ -16,6 +15,7 @@ use chat_core::{DedupeKey, DropReason, LeaseToken, ScopeTag};
 use tokio::time::Instant;
 
 use crate::scope::Recorded;
+use crate::split::SplitMap;
 
 /// How often expired marks are dropped.
 const PURGE_EVERY: Duration = Duration::from_secs(60);
@@ -32,7 +32,7 @@ struct Mark {
 
 #[derive(Debug)]
 pub(crate) struct Marks {
-    marks: HashMap<Slot, Mark>,
+    marks: SplitMap<Slot, Mark>,
     keys: (RandomState, RandomState),
     requests: RandomState,
     epoch: Instant,
@@ -43,7 +43,7 @@ impl Default for Marks {
     fn default() -> Self {
         let epoch = Instant::now();
         Self {
-            marks: HashMap::new(),
+            marks: SplitMap::default(),
             keys: (RandomState::new(), RandomState::new()),
             requests: RandomState::new(),
             epoch,
@@ -120,10 +120,7 @@ impl Marks {
         }
         self.next_purge = now + PURGE_EVERY;
         let now = self.micros(now);
-        self.marks.retain(|_, m| m.until >> 8 > now);
-        if self.marks.capacity() > 64 && self.marks.len() * 4 < self.marks.capacity() {
-            self.marks.shrink_to(self.marks.len() * 2);
-        }
+        self.marks.retain(|m| m.until >> 8 > now);
     }
 
     #[cfg(test)]

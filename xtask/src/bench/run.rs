@@ -42,6 +42,9 @@ pub(super) struct Run {
     pub(super) load: Vec<String>,
     /// Longest the load may take (the watchdog's limit).
     pub(super) limit: Duration,
+    /// Another server in echo-bot's place (program and arguments), given the
+    /// same environment: the TypeScript SDK's bot of the `reply` scenario.
+    pub(super) server: Option<Vec<String>>,
 }
 
 pub(super) struct Bench {
@@ -200,7 +203,14 @@ impl Bench {
         // before/after figures measured in one session.
         let echo_bot = std::env::var_os("BENCH_ECHO_BOT")
             .map_or_else(|| self.bin.join("echo-bot"), PathBuf::from);
-        let mut c = Command::new(echo_bot);
+        let mut c = match run.server.as_deref() {
+            Some([program, args @ ..]) => {
+                let mut c = Command::new(program);
+                c.args(args);
+                c
+            }
+            _ => Command::new(echo_bot),
+        };
         c.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("BIND", format!("127.0.0.1:{port}"))

@@ -30,6 +30,7 @@ impl Bench {
                 env: deferred_queue(),
                 load,
                 limit,
+                server: None,
             });
         }
         // The saturated rates first: the latency targets are judged at half
@@ -66,6 +67,7 @@ impl Bench {
                 env: deferred_queue(),
                 load,
                 limit,
+                server: None,
             });
         }
         done.extend(self.runs(&fixed)?);
@@ -146,6 +148,7 @@ impl Bench {
                 env: env.clone(),
                 load,
                 limit,
+                server: None,
             });
             let (load, limit) = self.load(Some(COMMON_RATE), 15.0, &["--connections", "128"]);
             runs.push(Run {
@@ -154,6 +157,7 @@ impl Bench {
                 env,
                 load,
                 limit,
+                server: None,
             });
         }
         let done = self.runs(&runs)?;
@@ -211,6 +215,7 @@ impl Bench {
                 env,
                 load,
                 limit,
+                server: None,
             });
         }
         let done = self.runs(&runs)?;
@@ -247,6 +252,7 @@ impl Bench {
                 s(0),
             ],
             limit: Duration::from_secs_f64(duration + 180.0),
+            server: None,
         };
         let done = self.runs(std::slice::from_ref(&run))?;
         let mut t = format!(
@@ -312,6 +318,7 @@ impl Bench {
             ],
             load,
             limit,
+            server: None,
         };
         let done = self.runs(std::slice::from_ref(&run))?;
         let mut t = format!(
@@ -457,11 +464,37 @@ impl Bench {
                 ],
                 load,
                 limit,
+                server: None,
+            });
+        }
+        // The TypeScript Chat SDK on the same load, when Node is here.
+        let sdk = sdk_server();
+        if let Some(server) = &sdk {
+            let (load, limit) = self.load(
+                None,
+                15.0,
+                &[
+                    "--connections",
+                    "64",
+                    "--threads",
+                    "1000",
+                    "--message-share",
+                    "0.5",
+                    "--no-stats",
+                ],
+            );
+            runs.push(Run {
+                label: "sdk-reply".to_owned(),
+                backend: Backend::Memory,
+                env: Vec::new(),
+                load,
+                limit,
+                server: Some(server.clone()),
             });
         }
         let done = self.runs(&runs)?;
         let mut t = String::from(
-            "## reply: the echo handler posting one reply vs the no-op (memory, deferred, drop)\n\n",
+            "## reply: the echo handler posting one reply vs the no-op (memory, deferred, drop), and the TypeScript Chat SDK's bot on the same load\n\n",
         );
         t.push_str(&latency_table(&done));
         let get = |label: &str| done.iter().find(|(l, _, _)| l == label).map(|(_, _, f)| f);
@@ -475,6 +508,25 @@ impl Bench {
                 below(cpu, 2.000_1, "×"),
                 ratio(reply, noop, "achieved_rate"),
             );
+        }
+        match (get("reply"), get("sdk-reply")) {
+            (Some(reply), Some(sdk)) => {
+                let side = ratio(reply, sdk, "achieved_rate");
+                let _ = writeln!(
+                    t,
+                    "- side by side with the TypeScript Chat SDK (bench/sdk/bot.mjs, Node {}): {} vs {} deliveries/s: {side:.1}×\n- target ≥ 25×: {}",
+                    node_version(),
+                    num(reply, "achieved_rate", 0),
+                    num(sdk, "achieved_rate", 0),
+                    at_least(side, 25.0, "×"),
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    t,
+                    "- the TypeScript Chat SDK's run: skipped (no node / npm, or `npm ci` in bench/sdk failed)"
+                );
+            }
         }
         Ok(t)
     }
@@ -585,6 +637,50 @@ pub(super) fn divan_median_us(output: &str, name: &str) -> Option<f64> {
         _ => return None,
     };
     Some(value * scale)
+}
+
+/// `node bench/sdk/bot.mjs`, its packages installed (`npm ci`) when missing;
+/// `None` without Node and npm.
+fn sdk_server() -> Option<Vec<String>> {
+    let dir = crate::cmd::root().join("bench").join("sdk");
+    let found = |tool: &str| {
+        std::process::Command::new(tool)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !found("node") || !found("npm") {
+        println!("bench: no node / npm: the TypeScript SDK's run is skipped");
+        return None;
+    }
+    if !dir.join("node_modules").is_dir() {
+        println!("bench: npm ci in {}", dir.display());
+        let ok = std::process::Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            println!("bench: npm ci failed: the TypeScript SDK's run is skipped");
+            return None;
+        }
+    }
+    Some(vec![
+        "node".to_owned(),
+        dir.join("bot.mjs").display().to_string(),
+    ])
+}
+
+/// `node --version`, for the report.
+fn node_version() -> String {
+    std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
