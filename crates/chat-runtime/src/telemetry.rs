@@ -1,4 +1,4 @@
-//! Metrics, through the [`metrics`](::metrics) facade: the runtime records
+//! Metrics, through the [`metrics`] facade: the runtime records
 //! them whether or not anyone listens (a no-op until the application installs
 //! a recorder), so dashboards and alerts need no code in the bot.
 //!
