@@ -18,7 +18,57 @@ pub(crate) struct Acked {
     /// (token digest, seq) → until when.
     until: SplitMap<(u64, u64), Instant>,
     /// The same, oldest first.
-    order: VecDeque<(Instant, (u64, u64))>,
+    order: Chunks<(Instant, (u64, u64))>,
+}
+
+/// How many entries one chunk of [`Chunks`] holds.
+const CHUNK: usize = 4096;
+
+/// A first-in first-out queue in chunks: growing it allocates a chunk and
+/// never copies what it holds (a `VecDeque` of hundreds of thousands of
+/// memos copies all of them when it grows, under the shard's lock); a chunk
+/// drained at the front is freed.
+#[derive(Debug)]
+struct Chunks<T> {
+    chunks: VecDeque<VecDeque<T>>,
+}
+
+impl<T> Default for Chunks<T> {
+    fn default() -> Self {
+        Self {
+            chunks: VecDeque::new(),
+        }
+    }
+}
+
+impl<T: Copy> Chunks<T> {
+    fn push_back(&mut self, item: T) {
+        match self.chunks.back_mut() {
+            Some(last) if last.len() < CHUNK => last.push_back(item),
+            _ => {
+                let mut chunk = VecDeque::with_capacity(CHUNK);
+                chunk.push_back(item);
+                self.chunks.push_back(chunk);
+            }
+        }
+    }
+
+    fn front(&self) -> Option<T> {
+        self.chunks.front()?.front().copied()
+    }
+
+    /// Removes the front item; whether that freed a chunk.
+    fn pop_front(&mut self) -> bool {
+        let Some(first) = self.chunks.front_mut() else {
+            return false;
+        };
+        first.pop_front();
+        if first.is_empty() {
+            self.chunks.pop_front();
+            return true;
+        }
+        false
+    }
 }
 
 impl Acked {
@@ -42,19 +92,20 @@ impl Acked {
 
     /// Forgets what expired.
     pub(crate) fn purge(&mut self, now: Instant) {
-        while let Some((at, key)) = self.order.front().copied() {
+        let mut freed = false;
+        while let Some((at, key)) = self.order.front() {
             if at > now {
                 break;
             }
-            self.order.pop_front();
+            freed |= self.order.pop_front();
             if self.until.get(&key).is_some_and(|t| *t <= now) {
                 self.until.remove(&key);
             }
         }
-        // After a burst, give the memory back.
-        if self.order.capacity() > 64 && self.order.len() * 4 < self.order.capacity() {
+        // After a burst, give the memory back: the drained chunks are gone;
+        // the map's parts shrink once few memos are left.
+        if freed && self.order.chunks.len() <= 1 {
             self.until.retain(|_| true);
-            self.order.shrink_to(self.order.len() * 2);
         }
     }
 }
