@@ -253,6 +253,14 @@ impl Bench {
             (Some(after), Some(before)) => Some(after - before),
             _ => None,
         };
+        // The bot's own view of its ack latency, before it stops: what it
+        // spent, apart from the time a request waited to be read.
+        let server_ack = run
+            .server
+            .is_none()
+            .then(|| scrape(port))
+            .flatten()
+            .and_then(|text| histogram_quantile(&text, "chat_ack_duration_seconds", 0.99));
         drop(child);
         let text_path = self.out.join(format!("{}.txt", run.label));
         let _ = fs::write(&text_path, format!("{stdout}{stderr}"));
@@ -279,6 +287,9 @@ impl Bench {
                 "fake_slack_cpu_us_per_delivery".to_owned(),
                 Value::from(cpu * 1e6 / sent),
             );
+        }
+        if let Some(p99) = server_ack {
+            figures.insert("server_ack_p99_ms_le".to_owned(), Value::from(p99 * 1e3));
         }
         let loadgen = fl(&figures, "loadgen_cpu_s");
         figures.insert(
@@ -348,6 +359,45 @@ pub(super) fn cpu_secs(pid: u32) -> Option<f64> {
 }
 
 /// Waits until echo-bot answers `GET /healthz` with 200.
+/// `GET /metrics` of the bot on `port`, as text.
+fn scrape(port: u16) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// The upper bound of the bucket holding quantile `q` of a Prometheus
+/// histogram (`name_bucket{…,le="…"} count` lines, summed over labels):
+/// "at most this many seconds".
+pub(super) fn histogram_quantile(text: &str, name: &str, q: f64) -> Option<f64> {
+    let prefix = format!("{name}_bucket{{");
+    let mut buckets: Vec<(f64, f64)> = Vec::new();
+    for line in text.lines().filter(|l| l.starts_with(&prefix)) {
+        let (key, count) = line.rsplit_once(' ')?;
+        let le = key.split("le=\"").nth(1)?.split('"').next()?;
+        let le = if le == "+Inf" {
+            f64::INFINITY
+        } else {
+            le.parse().ok()?
+        };
+        let count: f64 = count.parse().ok()?;
+        match buckets.iter_mut().find(|(b, _)| *b == le) {
+            Some((_, c)) => *c += count,
+            None => buckets.push((le, count)),
+        }
+    }
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total = buckets.last()?.1;
+    buckets
+        .into_iter()
+        .find(|(_, c)| *c >= q * total && total > 0.0)
+        .map(|(le, _)| le)
+}
+
 pub(super) fn wait_healthy(port: u16, limit: Duration) -> Result<(), String> {
     let deadline = Instant::now() + limit;
     loop {
@@ -407,4 +457,26 @@ pub(super) fn run_bounded(
         stderr.push_str(&format!("\nkilled after {limit:?}\n"));
     }
     Ok((status.is_some_and(|s| s.success()), stdout, stderr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::histogram_quantile;
+
+    #[test]
+    fn a_quantile_is_the_bound_of_the_bucket_that_reaches_it() {
+        let text = "\
+# TYPE chat_ack_duration_seconds histogram
+chat_ack_duration_seconds_bucket{platform=\"slack\",le=\"0.001\"} 90
+chat_ack_duration_seconds_bucket{platform=\"slack\",le=\"0.005\"} 99
+chat_ack_duration_seconds_bucket{platform=\"slack\",le=\"0.01\"} 100
+chat_ack_duration_seconds_bucket{platform=\"slack\",le=\"+Inf\"} 100
+chat_ack_duration_seconds_count{platform=\"slack\"} 100
+";
+        let q = |q| histogram_quantile(text, "chat_ack_duration_seconds", q);
+        assert_eq!(q(0.5), Some(0.001));
+        assert_eq!(q(0.99), Some(0.005));
+        assert_eq!(q(1.0), Some(0.01));
+        assert_eq!(histogram_quantile(text, "other", 0.99), None);
+    }
 }

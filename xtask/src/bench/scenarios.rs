@@ -104,8 +104,9 @@ impl Bench {
         if let Some(f) = get("memory-at-half") {
             let _ = writeln!(
                 t,
-                "- target memory ack p99 < {TARGET_MEMORY_P99_MS} ms at half the saturated rate ({memory_half:.0}/s): {}",
-                below(fl(f, "ack_p99_ms"), TARGET_MEMORY_P99_MS, " ms")
+                "- target memory ack p99 < {TARGET_MEMORY_P99_MS} ms at half the saturated rate ({memory_half:.0}/s): {} (the bot's own `chat_ack_duration_seconds` p99: ≤ {} ms)",
+                below(fl(f, "ack_p99_ms"), TARGET_MEMORY_P99_MS, " ms"),
+                num(f, "server_ack_p99_ms_le", 2),
             );
         }
         if let Some(f) = get("redis-max") {
@@ -126,8 +127,9 @@ impl Bench {
         if let Some(f) = get("redis-at-half") {
             let _ = writeln!(
                 t,
-                "- target Redis ack p99 < {TARGET_REDIS_P99_MS} ms at half the saturated rate ({redis_half:.0}/s): {}",
-                below(fl(f, "ack_p99_ms"), TARGET_REDIS_P99_MS, " ms")
+                "- target Redis ack p99 < {TARGET_REDIS_P99_MS} ms at half the saturated rate ({redis_half:.0}/s): {} (the bot's own: ≤ {} ms)",
+                below(fl(f, "ack_p99_ms"), TARGET_REDIS_P99_MS, " ms"),
+                num(f, "server_ack_p99_ms_le", 2),
             );
         }
         Ok(t)
