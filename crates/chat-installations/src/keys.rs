@@ -208,8 +208,11 @@ fn valid_id(id: String) -> Result<String, KeyError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
     use super::*;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
 
     #[test]
     fn keys_need_32_bytes_and_a_plain_id() {
@@ -236,10 +239,10 @@ mod tests {
     }
 
     #[test]
-    fn rings_parse_current_first_and_refuse_duplicates() {
+    fn rings_parse_current_first_and_refuse_duplicates() -> TestResult {
         let a = "aa".repeat(32);
         let b = "bb".repeat(32);
-        let ring = KeyRing::parse(&format!(" new:{b} , old:{a} ")).unwrap();
+        let ring = KeyRing::parse(&format!(" new:{b} , old:{a} "))?;
         assert_eq!(ring.ids().collect::<Vec<_>>(), ["new", "old"]);
         assert_eq!(
             KeyRing::parse(&format!("k:{a},k:{b}")).unwrap_err(),
@@ -250,23 +253,26 @@ mod tests {
             KeyRing::parse(&format!("k:{a},nocolon")).unwrap_err(),
             KeyError::Entry(2)
         );
+        Ok(())
     }
 
     #[test]
-    fn debug_and_errors_never_show_key_material() {
+    fn debug_and_errors_never_show_key_material() -> TestResult {
         let hex = "c0ffee".repeat(10) + "c0ff";
-        let key = EncryptionKey::from_hex("k1", &hex).unwrap();
+        let key = EncryptionKey::from_hex("k1", &hex)?;
         let ring = KeyRing::new(key);
         assert!(!format!("{ring:?}").contains("c0ffee"));
         let err = KeyRing::parse(&format!("k1:{hex}ff")).unwrap_err();
         assert!(!err.to_string().contains("c0ffee"));
+        Ok(())
     }
 
     #[test]
-    fn hex_round_trips() {
+    fn hex_round_trips() -> TestResult {
         let bytes = [0u8, 1, 0xab, 0xff];
-        assert_eq!(hex::decode(hex::encode(bytes)).unwrap(), bytes);
-        assert_eq!(hex::decode("ABff").unwrap(), [0xab, 0xff]);
+        assert_eq!(hex::decode(hex::encode(bytes))?, bytes);
+        assert_eq!(hex::decode("ABff")?, [0xab, 0xff]);
         assert!(hex::decode("abc").is_err());
+        Ok(())
     }
 }

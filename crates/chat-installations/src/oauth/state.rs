@@ -181,21 +181,21 @@ pub fn set_cookie(name: &str, nonce: Option<&str>, ttl: Duration) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
     use super::*;
+
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
 
     fn at(secs: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(secs)
     }
 
     #[test]
-    fn states_verify_until_they_expire() {
+    fn states_verify_until_they_expire() -> TestResult {
         let s = StateSigner::new(b"secret-secret-secret", Duration::from_secs(600), "slack");
-        let issued = s.issue(at(1_000)).unwrap();
-        assert_eq!(
-            s.check(Some(&issued.state), at(1_500), None).unwrap(),
-            issued.nonce
-        );
+        let issued = s.issue(at(1_000)).ok_or("no state issued")?;
+        assert_eq!(s.check(Some(&issued.state), at(1_500), None)?, issued.nonce);
         assert_eq!(
             s.check(Some(&issued.state), at(1_601), None),
             Err(StateRefusal::Expired)
@@ -213,14 +213,18 @@ mod tests {
             s.check(Some(&issued.state), at(1_000), Some(None)),
             Err(StateRefusal::NotThisBrowser)
         );
+        Ok(())
     }
 
     #[test]
-    fn forged_tampered_and_foreign_states_are_invalid() {
+    fn forged_tampered_and_foreign_states_are_invalid() -> TestResult {
         let s = StateSigner::new(b"secret-secret-secret", Duration::from_secs(600), "slack");
-        let issued = s.issue(at(1_000)).unwrap();
+        let issued = s.issue(at(1_000)).ok_or("no state issued")?;
         // Extending the expiry breaks the signature.
-        let (_, rest) = issued.state.split_once('.').unwrap();
+        let (_, rest) = issued
+            .state
+            .split_once('.')
+            .ok_or("a state without a dot")?;
         let extended = format!("9999999999.{rest}");
         assert_eq!(
             s.check(Some(&extended), at(1_000), None),
@@ -248,16 +252,18 @@ mod tests {
         ] {
             assert!(s.check(Some(junk), at(1_000), None).is_err(), "{junk}");
         }
+        Ok(())
     }
 
     #[test]
-    fn cookies_are_found_among_others() {
+    fn cookies_are_found_among_others() -> TestResult {
         let mut h = http::HeaderMap::new();
-        h.append(http::header::COOKIE, "a=1; chat=abc".parse().unwrap());
-        h.append(http::header::COOKIE, "b=2".parse().unwrap());
+        h.append(http::header::COOKIE, "a=1; chat=abc".parse()?);
+        h.append(http::header::COOKIE, "b=2".parse()?);
         assert_eq!(cookie(&h, "chat"), Some("abc"));
         assert_eq!(cookie(&h, "b"), Some("2"));
         assert_eq!(cookie(&h, "c"), None);
         assert!(set_cookie("chat", None, Duration::from_secs(5)).contains("Max-Age=0"));
+        Ok(())
     }
 }
