@@ -117,23 +117,25 @@ impl Admission {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
     use super::*;
 
     #[test]
-    fn permits_are_bounded_globally_and_per_tenant() {
+    fn permits_are_bounded_globally_and_per_tenant() -> Result<(), &'static str> {
         let a = Admission::new(3, Some(2), Gauge::Off);
         let t1 = TenantId::new("T1");
         let t2 = TenantId::new("T2");
-        let p1 = a.try_admit(&t1).unwrap();
-        let _p2 = a.try_admit(&t1).unwrap();
+        let p1 = a.try_admit(&t1).ok_or("first permit")?;
+        let _p2 = a.try_admit(&t1).ok_or("second permit")?;
         assert!(a.try_admit(&t1).is_none(), "tenant cap");
-        let _p3 = a.try_admit(&t2).unwrap();
+        let _p3 = a.try_admit(&t2).ok_or("third permit")?;
         assert!(a.try_admit(&t2).is_none(), "global cap");
         drop(p1);
         assert!(
             a.try_admit(&t1).is_some(),
             "a dropped permit frees its place"
         );
+        Ok(())
     }
 }

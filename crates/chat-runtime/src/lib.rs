@@ -22,7 +22,8 @@
 //!     Ok(())
 //! }
 //!
-//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 //! let adapter = ScriptedAdapter::new("test");
 //! let bot = Bot::builder()
 //!     .state(MemoryState::new())
@@ -47,7 +48,8 @@
 //! assert_eq!(adapter.posts(), ["echo: hello"]);
 //! let report = bot.shutdown(Duration::from_secs(5)).await;
 //! assert_eq!(report.cancelled, 0);
-//! # Ok::<_, Box<dyn std::error::Error>>(()) }).unwrap();
+//! # Ok::<_, Box<dyn std::error::Error>>(()) })
+//! # }
 //! ```
 //!
 //! ## The ack path

@@ -21,7 +21,8 @@
 //! #     Event::new(id, id, thread, EventKind::Message(text))
 //! # }
 //!
-//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build()?.block_on(async {
 //! let state = MemoryState::new();
 //! let a = event("a");
 //! let scope = a.thread.thread_scope();
@@ -37,7 +38,8 @@
 //! // … and is handed to the holder when it finishes, in the same atomic step.
 //! let handoff = state.finish(&lease).await?;
 //! assert!(matches!(handoff, chat_core::Handoff::Run(ref batch) if batch.entries.len() == 1));
-//! # Ok::<_, chat_core::StateError>(()) }).unwrap();
+//! # Ok::<_, Box<dyn std::error::Error>>(()) })
+//! # }
 //! ```
 
 #![forbid(unsafe_code)]
@@ -332,11 +334,12 @@ impl KvStore for MemoryState {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
     use chat_core::{KvStore, SetMode};
 
     #[tokio::test(start_paused = true)]
-    async fn the_sweep_removes_expired_kv_entries_nobody_reads() {
+    async fn the_sweep_removes_expired_kv_entries_nobody_reads() -> Result<(), StateError> {
         let state = MemoryState::new();
         for i in 0..100 {
             state
@@ -346,22 +349,21 @@ mod tests {
                     Some(Duration::from_secs(1)),
                     SetMode::Always,
                 )
-                .await
-                .unwrap();
+                .await?;
         }
         state
             .set("kept", Bytes::from_static(b"v"), None, SetMode::Always)
-            .await
-            .unwrap();
+            .await?;
         assert_eq!(lock(&state.kv).len(), 101);
         tokio::time::advance(Duration::from_secs(2)).await;
-        state.sweep(Duration::from_secs(30), 10).await.unwrap();
+        state.sweep(Duration::from_secs(30), 10).await?;
         assert_eq!(
             lock(&state.kv).len(),
             1,
             "only the entry without a TTL is left"
         );
-        assert!(state.get("kept").await.unwrap().is_some());
+        assert!(state.get("kept").await?.is_some());
+        Ok(())
     }
 
     use super::*;
