@@ -112,6 +112,15 @@ fn ran(outcomes: &Mutex<Vec<OutcomeRecord>>, id: &str) -> bool {
         .any(|r| r.event_id.as_str() == id && r.outcome == Outcome::Ran)
 }
 
+/// Waits (up to 10 s) until event `id` has run, else fails with `why`.
+async fn wait_ran(outcomes: &Mutex<Vec<OutcomeRecord>>, id: &str, why: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !ran(outcomes, id) {
+        assert!(tokio::time::Instant::now() < deadline, "{why}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 #[tokio::test]
 async fn the_token_guards_every_route_and_the_login_sets_a_strict_cookie() -> TestResult {
     let adapter = ScriptedAdapter::new("scripted");
@@ -253,14 +262,7 @@ async fn a_stale_fence_is_refused_and_the_current_one_hands_the_queue_over() -> 
     )
     .await?;
     assert_eq!(released.status, StatusCode::OK, "{}", released.body);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !ran(&outcomes, "next") {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the queued event never ran"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_ran(&outcomes, "next", "the queued event never ran").await;
     // The stuck event ran again under the new holder.
     assert!(ran(&outcomes, "slow"));
     bot.shutdown(Duration::from_secs(1)).await;
@@ -316,14 +318,12 @@ async fn an_inspector_sees_and_releases_another_replicas_scope_on_redis() -> Tes
     )
     .await?;
     assert_eq!(released.status, StatusCode::OK, "{}", released.body);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !ran(&outcomes, "next") {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the queued event never ran on the releasing replica"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_ran(
+        &outcomes,
+        "next",
+        "the queued event never ran on the releasing replica",
+    )
+    .await;
     assert!(ran(&outcomes, "slow"), "the stuck event ran again there");
     other.shutdown(Duration::from_secs(1)).await;
     holder.shutdown(Duration::from_millis(100)).await;

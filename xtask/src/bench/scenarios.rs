@@ -442,20 +442,19 @@ impl Bench {
     /// echo-bot with the no-op handler and with the echo handler posting one
     /// reply per event to the bench's fast local Slack stub.
     pub(super) fn reply(&mut self) -> Result<String, String> {
+        // The load of every run: closed loop, 64 connections, 1,000 threads,
+        // half of the deliveries mentions.
+        const REPLY_LOAD: [&str; 6] = [
+            "--connections",
+            "64",
+            "--threads",
+            "1000",
+            "--message-share",
+            "0.5",
+        ];
         let mut runs = Vec::new();
         for (label, noop) in [("no-op", "true"), ("reply", "false")] {
-            let (load, limit) = self.load(
-                None,
-                15.0,
-                &[
-                    "--connections",
-                    "64",
-                    "--threads",
-                    "1000",
-                    "--message-share",
-                    "0.5",
-                ],
-            );
+            let (load, limit) = self.load(None, 15.0, &REPLY_LOAD);
             runs.push(Run {
                 label: label.to_owned(),
                 backend: Backend::Memory,
@@ -472,19 +471,7 @@ impl Bench {
         // The TypeScript Chat SDK on the same load, when Node is here.
         let sdk = sdk_server();
         if let Some(server) = &sdk {
-            let (load, limit) = self.load(
-                None,
-                15.0,
-                &[
-                    "--connections",
-                    "64",
-                    "--threads",
-                    "1000",
-                    "--message-share",
-                    "0.5",
-                    "--no-stats",
-                ],
-            );
+            let (load, limit) = self.load(None, 15.0, &[&REPLY_LOAD[..], &["--no-stats"]].concat());
             runs.push(Run {
                 label: "sdk-reply".to_owned(),
                 backend: Backend::Memory,
