@@ -21,6 +21,7 @@ use crate::inbound::{self, Context, mentions_user};
 use crate::mrkdwn::markdown_to_mrkdwn;
 use crate::respond::{self, Texts};
 use crate::signature::Verifier;
+use crate::transport::Proxy;
 use chat_core::{Clock, SystemClock};
 
 /// How long after a failed `auth.test` the adapter waits before trying again.
@@ -122,6 +123,7 @@ pub struct SlackAdapterBuilder {
     max_retries: u32,
     retry_budget: Duration,
     request_timeout: Duration,
+    proxy: Proxy,
 }
 
 impl fmt::Debug for SlackAdapterBuilder {
@@ -162,6 +164,7 @@ impl Default for SlackAdapterBuilder {
             max_retries: 3,
             retry_budget: Duration::from_secs(30),
             request_timeout: Duration::from_secs(10),
+            proxy: Proxy::default(),
         }
     }
 }
@@ -295,6 +298,13 @@ impl SlackAdapterBuilder {
         self
     }
 
+    /// Where Web API calls go through an HTTP proxy (default
+    /// [`Proxy::FromEnv`]: `HTTPS_PROXY` or `ALL_PROXY`, except `NO_PROXY`).
+    pub fn proxy(mut self, proxy: Proxy) -> Self {
+        self.proxy = proxy;
+        self
+    }
+
     /// Builds the adapter. A [`BuildError`] when the signing secret is
     /// missing, when both or neither of a bot token and an installation
     /// store are given, or when a bot identity is configured in installation
@@ -310,6 +320,7 @@ impl SlackAdapterBuilder {
                 .max_retries(self.max_retries)
                 .retry_budget(self.retry_budget)
                 .request_timeout(self.request_timeout)
+                .proxy(self.proxy.clone())
         };
         let client = match (self.bot_token, &self.installations) {
             (Some(_), Some(_)) => return Err(BuildError::TokenAndInstallations),

@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use chat_core::{AdapterError, ReplyKey};
 use http::HeaderValue;
-use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::error::BuildError;
 use crate::inbound::payload::AuthTest;
+use crate::transport::{Proxy, Transport, TransportError};
 
 /// Slack's Web API endpoint.
 pub const DEFAULT_API_BASE_URL: &str = "https://slack.com/api";
@@ -47,7 +47,7 @@ pub struct SlackClient {
 }
 
 struct Inner {
-    http: reqwest::Client,
+    web: Transport,
     base_url: String,
     max_retries: u32,
     retry_budget: Duration,
@@ -76,6 +76,7 @@ pub struct SlackClientBuilder {
     max_retries: u32,
     retry_budget: Duration,
     request_timeout: Duration,
+    proxy: Proxy,
 }
 
 impl fmt::Debug for SlackClientBuilder {
@@ -86,6 +87,7 @@ impl fmt::Debug for SlackClientBuilder {
             .field("max_retries", &self.max_retries)
             .field("retry_budget", &self.retry_budget)
             .field("request_timeout", &self.request_timeout)
+            .field("proxy", &self.proxy)
             .finish()
     }
 }
@@ -117,6 +119,13 @@ impl SlackClientBuilder {
         self
     }
 
+    /// Where `https` calls go through a proxy (default
+    /// [`Proxy::FromEnv`]: `HTTPS_PROXY` or `ALL_PROXY`, except `NO_PROXY`).
+    pub fn proxy(mut self, proxy: Proxy) -> Self {
+        self.proxy = proxy;
+        self
+    }
+
     /// Builds the client.
     pub fn build(self) -> Result<SlackClient, BuildError> {
         let auth = bearer(&self.token)?;
@@ -129,21 +138,16 @@ impl SlackClientBuilder {
     /// installation mode (each call takes its tenant's token with
     /// [`SlackClient::with_token`]), and the OAuth flow's `oauth.v2.access`.
     pub(crate) fn build_unauthenticated(self) -> Result<SlackClient, BuildError> {
-        let url = reqwest::Url::parse(&self.base_url)
-            .map_err(|_| BuildError::InvalidBaseUrl(self.base_url.clone()))?;
-        if !matches!(url.scheme(), "http" | "https") || url.cannot_be_a_base() {
+        let valid = self.base_url.parse::<http::Uri>().is_ok_and(|uri| {
+            matches!(uri.scheme_str(), Some("http" | "https")) && uri.host().is_some()
+        });
+        if !valid {
             return Err(BuildError::InvalidBaseUrl(self.base_url));
         }
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("chat-rs/", env!("CARGO_PKG_VERSION")))
-            // The Web API answers, it does not redirect: a 3xx is an error
-            // (`AdapterError::Status`), and no call pays for following one.
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| BuildError::HttpClient(Box::new(e)))?;
+        let web = Transport::new(&self.proxy)?;
         Ok(SlackClient {
             inner: Arc::new(Inner {
-                http,
+                web,
                 base_url: self.base_url.trim_end_matches('/').to_owned(),
                 max_retries: self.max_retries,
                 retry_budget: self.retry_budget,
@@ -293,6 +297,7 @@ impl SlackClient {
             max_retries: 3,
             retry_budget: Duration::from_secs(30),
             request_timeout: Duration::from_secs(10),
+            proxy: Proxy::default(),
         }
     }
 
@@ -387,7 +392,7 @@ impl SlackClient {
 
     /// A failed request: [`AdapterError::DeadlineExceeded`] when the call's
     /// deadline cut it off, else a transport error.
-    fn cut(&self, e: reqwest::Error) -> AdapterError {
+    fn cut(&self, e: TransportError) -> AdapterError {
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
             AdapterError::DeadlineExceeded
         } else {
@@ -419,24 +424,21 @@ impl SlackClient {
                 Some(_) => remaining.min(self.inner.request_timeout),
                 None => self.inner.request_timeout,
             };
-            let mut request = self
+            let uri = http::Uri::try_from(url.as_str())
+                .map_err(|e| AdapterError::Transport(Box::new(e)))?;
+            let answer = self
                 .inner
-                .http
-                .post(&url)
-                .header(CONTENT_TYPE, content_type.clone())
-                .body(payload.clone())
-                .timeout(timeout);
-            if let Some(auth) = auth {
-                request = request.header(AUTHORIZATION, auth.clone());
-            }
-            let response = request.send().await.map_err(|e| self.cut(e))?;
-            let status = response.status();
-            let header_wait = response
-                .headers()
-                .get(RETRY_AFTER)
+                .web
+                .post(uri, content_type.clone(), auth, payload.clone(), timeout)
+                .await
+                .map_err(|e| self.cut(e))?;
+            let status = answer.status;
+            let header_wait = answer
+                .retry_after
+                .as_ref()
                 .and_then(|v| v.to_str().ok())
                 .and_then(parse_seconds);
-            let bytes = response.bytes().await.map_err(|e| self.cut(e))?;
+            let bytes = answer.body;
 
             if status == http::StatusCode::TOO_MANY_REQUESTS {
                 let wait = header_wait
@@ -506,20 +508,33 @@ impl SlackClient {
     /// accepts up to five answers within 30 minutes.
     pub async fn respond_to(&self, response_url: &str, body: &Value) -> Result<(), AdapterError> {
         let payload = serde_json::to_vec(body).map_err(|e| AdapterError::Decode(Box::new(e)))?;
-        let response = self
+        self.post_to(
+            response_url,
+            HeaderValue::from_static("application/json; charset=utf-8"),
+            payload.into(),
+        )
+        .await
+    }
+
+    /// `POST`s `payload` to a URL Slack handed out (a `response_url`, an
+    /// upload URL), which carries its own authorization: no token is sent.
+    async fn post_to(
+        &self,
+        url: &str,
+        content_type: HeaderValue,
+        payload: bytes::Bytes,
+    ) -> Result<(), AdapterError> {
+        let uri = http::Uri::try_from(url).map_err(|e| AdapterError::Transport(Box::new(e)))?;
+        let answer = self
             .inner
-            .http
-            .post(response_url)
-            .header(CONTENT_TYPE, "application/json; charset=utf-8")
-            .body(payload)
-            .timeout(self.inner.request_timeout)
-            .send()
+            .web
+            .post(uri, content_type, None, payload, self.inner.request_timeout)
             .await
             .map_err(|e| AdapterError::Transport(Box::new(e)))?;
-        if response.status().is_success() {
+        if answer.status.is_success() {
             Ok(())
         } else {
-            Err(AdapterError::Status(response.status()))
+            Err(AdapterError::Status(answer.status))
         }
     }
 
@@ -739,19 +754,12 @@ impl SlackClient {
                 "files.getUploadURLExternal answer without upload_url or file_id".into(),
             ));
         };
-        let response = self
-            .inner
-            .http
-            .post(url)
-            .header(CONTENT_TYPE, "application/octet-stream")
-            .body(content)
-            .timeout(self.inner.request_timeout)
-            .send()
-            .await
-            .map_err(|e| AdapterError::Transport(Box::new(e)))?;
-        if !response.status().is_success() {
-            return Err(AdapterError::Status(response.status()));
-        }
+        self.post_to(
+            url,
+            HeaderValue::from_static("application/octet-stream"),
+            content,
+        )
+        .await?;
         let mut body = json!({
             "files": [{ "id": file_id, "title": filename }],
             "channel_id": channel,

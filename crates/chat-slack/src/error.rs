@@ -29,6 +29,10 @@ pub enum BuildError {
     /// The Web API base URL is not an absolute `http(s)` URL.
     #[error("invalid Slack Web API base URL: {0}")]
     InvalidBaseUrl(String),
+    /// The outbound proxy (configured, or named by `HTTPS_PROXY` /
+    /// `ALL_PROXY`) is not an `http://host:port` URL (credentials redacted).
+    #[error("unsupported or invalid outbound proxy: {0} (an http:// proxy is required)")]
+    InvalidProxy(String),
     /// The HTTP client could not be built (TLS setup).
     #[error("the HTTP client could not be built")]
     HttpClient(#[source] BoxError),

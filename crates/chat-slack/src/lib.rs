@@ -17,9 +17,12 @@
 //!   are ignored. See "What each delivery becomes" below.
 //! * **Respond**: each runtime verdict as Slack expects it for the delivery
 //!   kind (see "Answers" below).
-//! * **Outbound** ([`SlackClient`]): the Web API over rustls, `ok:false` as
+//! * **Outbound** ([`SlackClient`]): the Web API over hyper's pooled HTTP/1.1
+//!   client and rustls, `ok:false` as
 //!   [`AdapterError::Api`](chat_core::AdapterError::Api), 429s waited out
-//!   within a deadline, and Markdown converted to mrkdwn ([`mrkdwn`]).
+//!   within a deadline, answers capped at [`MAX_ANSWER_BYTES`], `https`
+//!   through an HTTP proxy from `HTTPS_PROXY` / `ALL_PROXY` or a [`Proxy`],
+//!   and Markdown converted to mrkdwn ([`mrkdwn`]).
 //! * **Many workspaces**: installation mode (each delivery resolved to its
 //!   workspace's installation, each call made with its token) and the OAuth
 //!   v2 install flow ([`SlackOAuth`]). See "Many workspaces" below.
@@ -226,6 +229,7 @@ pub mod mrkdwn;
 mod oauth;
 mod respond;
 pub mod signature;
+mod transport;
 pub mod views;
 
 pub use adapter::{DEDUPE_TTL, DELAYED_EVENTS_DEDUPE_TTL, SlackAdapter, SlackAdapterBuilder};
@@ -241,3 +245,4 @@ pub use oauth::{
     SlackOAuthProviderBuilder,
 };
 pub use respond::NO_RETRY_HEADER;
+pub use transport::{MAX_ANSWER_BYTES, Proxy};
