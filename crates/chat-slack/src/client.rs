@@ -548,14 +548,7 @@ impl SlackClient {
         content: impl Into<Content>,
         key: &ReplyKey,
     ) -> Result<PostedMessage, AdapterError> {
-        let metadata = json!({
-            "event_type": REPLY_EVENT_TYPE,
-            "event_payload": {
-                "event_id": key.event_id.as_str(),
-                "position": key.position,
-            },
-        });
-        self.post_with(channel, thread_ts, &content.into(), Some(metadata))
+        self.post_with(channel, thread_ts, &content.into(), Some(key))
             .await
     }
 
@@ -615,10 +608,20 @@ impl SlackClient {
         channel: &str,
         thread_ts: Option<&str>,
         content: &Content,
-        metadata: Option<Value>,
+        key: Option<&ReplyKey>,
     ) -> Result<PostedMessage, AdapterError> {
         // Serialized straight from borrowed parts, and the answer read into
         // the two fields it needs: the reply path builds no JSON tree.
+        #[derive(serde::Serialize)]
+        struct Metadata<'a> {
+            event_type: &'a str,
+            event_payload: Payload<'a>,
+        }
+        #[derive(serde::Serialize)]
+        struct Payload<'a> {
+            event_id: &'a str,
+            position: u32,
+        }
         #[derive(serde::Serialize)]
         struct Post<'a> {
             channel: &'a str,
@@ -628,7 +631,7 @@ impl SlackClient {
             #[serde(skip_serializing_if = "Option::is_none")]
             thread_ts: Option<&'a str>,
             #[serde(skip_serializing_if = "Option::is_none")]
-            metadata: Option<&'a Value>,
+            metadata: Option<Metadata<'a>>,
         }
         #[derive(Deserialize)]
         struct Posted {
@@ -652,7 +655,13 @@ impl SlackClient {
             text: &content.text,
             blocks: content.blocks.as_deref(),
             thread_ts: thread_ts.filter(|t| !t.is_empty()),
-            metadata: metadata.as_ref(),
+            metadata: key.map(|key| Metadata {
+                event_type: REPLY_EVENT_TYPE,
+                event_payload: Payload {
+                    event_id: key.event_id.as_str(),
+                    position: key.position,
+                },
+            }),
         };
         let payload = serde_json::to_vec(&body).map_err(|e| AdapterError::Decode(Box::new(e)))?;
         let posted: Posted = self.send_json("chat.postMessage", payload).await?;
