@@ -23,12 +23,20 @@ struct Run {
 
 type Log = Arc<Mutex<Vec<Run>>>;
 
+/// One permit per handler run that has started.
+type Started = Arc<tokio::sync::Semaphore>;
+
 /// Text `wait` waits for cancellation (or 30 s, then answers "late"); text
 /// `slow` answers after 1.5 s; anything else is answered at once.
-fn handler(log: Log) -> impl Fn(Ctx, Event) -> futures_like::Boxed + Send + Sync + 'static {
+fn handler(
+    log: Log,
+    started: Started,
+) -> impl Fn(Ctx, Event) -> futures_like::Boxed + Send + Sync + 'static {
     move |ctx: Ctx, event: Event| {
         let log = log.clone();
+        let started = started.clone();
         Box::pin(async move {
+            started.add_permits(1);
             let text = event.text().map(str::to_owned);
             let answer = match text.as_deref() {
                 Some(t) if t.contains("polite") => {
@@ -100,6 +108,7 @@ struct Agent {
     fake: FakeLinear,
     bot: Bot,
     log: Log,
+    started: Started,
 }
 
 async fn agent(
@@ -110,6 +119,7 @@ async fn agent(
         .build()
         .unwrap();
     let log = Log::default();
+    let started = Started::new(tokio::sync::Semaphore::new(0));
     let bot = Bot::builder()
         .state(MemoryState::new())
         .adapter(linear)
@@ -119,16 +129,30 @@ async fn agent(
             concurrency: Concurrency::queue(),
             ..RuntimeOptions::default()
         })
-        .on_agent_session_created(handler(log.clone()))
-        .on_agent_session_prompted(handler(log.clone()))
-        .on_new_mention(handler(log.clone()))
-        .on_subscribed_message(handler(log.clone()))
+        .on_agent_session_created(handler(log.clone(), started.clone()))
+        .on_agent_session_prompted(handler(log.clone(), started.clone()))
+        .on_new_mention(handler(log.clone(), started.clone()))
+        .on_subscribed_message(handler(log.clone(), started.clone()))
         .build()
         .unwrap();
-    Agent { fake, bot, log }
+    Agent {
+        fake,
+        bot,
+        log,
+        started,
+    }
 }
 
 impl Agent {
+    /// Waits until a handler run has started (one run per call).
+    async fn handler_started(&self) {
+        let permit = tokio::time::timeout(Duration::from_secs(10), self.started.acquire())
+            .await
+            .expect("no handler started within 10 s")
+            .unwrap();
+        permit.forget();
+    }
+
     async fn send(&self, payload: &Value, delivery: &str) -> u16 {
         let b = body(payload);
         self.bot
@@ -230,8 +254,7 @@ async fn a_stop_cancels_the_running_handler_and_ends_the_session_once() {
         .await,
         200
     );
-    // Let the handler start.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    a.handler_started().await;
     assert_eq!(
         a.send(&payloads::session_stop("act-stop"), "d-4").await,
         200
@@ -261,7 +284,7 @@ async fn a_handler_that_answers_a_stop_says_the_last_word() {
     let a = agent(|b| b.first_thought(false)).await;
     a.send(&payloads::session_prompted("act-p", "be polite"), "d-11")
         .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    a.handler_started().await;
     a.send(&payloads::session_stop("act-stop-p"), "d-12").await;
     a.wait_runs(1).await;
     a.finish().await;
