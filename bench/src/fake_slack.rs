@@ -81,24 +81,22 @@ impl FakeSlack {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     use super::*;
     use crate::http::get;
 
     #[tokio::test]
-    async fn answers_ok_with_a_ts() {
-        let fake = FakeSlack::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-            .await
-            .unwrap();
-        let addr = fake.local_addr().unwrap();
+    async fn answers_ok_with_a_ts() -> TestResult {
+        let fake = FakeSlack::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+        let addr = fake.local_addr()?;
         let calls = fake.calls();
         tokio::spawn(fake.serve_for(Duration::from_secs(10)));
-        let mut c = Conn::connect(addr).await.unwrap();
-        let m = c
-            .roundtrip(&get("x", "/api/chat.postMessage"))
-            .await
-            .unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&m.body).unwrap();
+        let mut c = Conn::connect(addr).await?;
+        let m = c.roundtrip(&get("x", "/api/chat.postMessage")).await?;
+        let v: serde_json::Value = serde_json::from_slice(&m.body)?;
         assert_eq!(v["ok"], true);
         assert!(v["ts"].is_string());
         assert_eq!(calls.load(Ordering::Relaxed), 1);
@@ -107,5 +105,6 @@ mod tests {
                 .await
                 .is_err()
         );
+        Ok(())
     }
 }

@@ -221,44 +221,53 @@ pub fn get(host: &str, path: &str) -> Vec<u8> {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     use super::*;
     use tokio::net::TcpListener;
 
-    async fn serve_once(reply: &'static [u8]) -> SocketAddr {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+    async fn serve_once(reply: &'static [u8]) -> std::io::Result<SocketAddr> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
         tokio::spawn(async move {
-            let (stream, _) = listener.accept().await.unwrap();
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
             let mut conn = Conn::new(stream);
             while let Ok(Some(_)) = conn.read(Side::Request).await {
-                conn.write(reply).await.unwrap();
+                if conn.write(reply).await.is_err() {
+                    break;
+                }
             }
         });
-        addr
+        Ok(addr)
     }
 
     #[tokio::test]
-    async fn content_length_and_keep_alive() {
-        let addr = serve_once(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok").await;
-        let mut c = Conn::connect(addr).await.unwrap();
+    async fn content_length_and_keep_alive() -> TestResult {
+        let addr = serve_once(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok").await?;
+        let mut c = Conn::connect(addr).await?;
         for _ in 0..3 {
-            let m = c.roundtrip(&get("x", "/")).await.unwrap();
+            let m = c.roundtrip(&get("x", "/")).await?;
             assert_eq!(m.status(), 200);
             assert_eq!(m.body, b"ok");
             assert!(!m.close);
         }
+        Ok(())
     }
 
     #[tokio::test]
-    async fn chunked_bodies() {
+    async fn chunked_bodies() -> TestResult {
         let addr = serve_once(
             b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n",
         )
-        .await;
-        let mut c = Conn::connect(addr).await.unwrap();
-        let m = c.roundtrip(&get("x", "/")).await.unwrap();
+        .await?;
+        let mut c = Conn::connect(addr).await?;
+        let m = c.roundtrip(&get("x", "/")).await?;
         assert_eq!(m.status(), 503);
         assert_eq!(m.body, b"abcde");
+        Ok(())
     }
 }

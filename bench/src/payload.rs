@@ -266,7 +266,10 @@ pub(crate) fn mix(x: u64) -> u64 {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     use super::*;
 
     fn deliveries(shape: Shape) -> Deliveries {
@@ -274,24 +277,25 @@ mod tests {
     }
 
     #[test]
-    fn bodies_are_json_of_realistic_size_with_unique_ids() {
+    fn bodies_are_json_of_realistic_size_with_unique_ids() -> TestResult {
         let d = deliveries(Shape::default());
         let mut ids = std::collections::HashSet::new();
         let mut tss = std::collections::HashSet::new();
         for n in 0..200 {
             let body = d.body(n);
             assert!((1000..2000).contains(&body.len()), "{} bytes", body.len());
-            let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&body)?;
             assert_eq!(v["type"], "event_callback");
-            assert!(ids.insert(v["event_id"].as_str().unwrap().to_owned()));
-            assert!(tss.insert(v["event"]["ts"].as_str().unwrap().to_owned()));
-            let text = v["event"]["text"].as_str().unwrap();
+            assert!(ids.insert(v["event_id"].as_str().ok_or("no event_id")?.to_owned()));
+            assert!(tss.insert(v["event"]["ts"].as_str().ok_or("no ts")?.to_owned()));
+            let text = v["event"]["text"].as_str().ok_or("no text")?;
             assert!(text.starts_with("<@U0BENCHBOT> "));
         }
+        Ok(())
     }
 
     #[test]
-    fn threads_overlap_and_zero_means_one_thread_per_event() {
+    fn threads_overlap_and_zero_means_one_thread_per_event() -> TestResult {
         let d = deliveries(Shape {
             threads: 4,
             ..Shape::default()
@@ -302,8 +306,9 @@ mod tests {
             threads: 0,
             ..Shape::default()
         });
-        let v: serde_json::Value = serde_json::from_slice(&d.body(7)).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&d.body(7))?;
         assert!(v["event"].get("thread_ts").is_none());
+        Ok(())
     }
 
     #[test]
@@ -320,15 +325,15 @@ mod tests {
     }
 
     #[test]
-    fn requests_are_signed_and_retries_are_marked() {
+    fn requests_are_signed_and_retries_are_marked() -> TestResult {
         let d = deliveries(Shape {
             retry_share: 0.5,
             ..Shape::default()
         });
-        let n = (1..100).find(|n| d.slot(*n).retry).unwrap();
+        let n = (1..100).find(|n| d.slot(*n).retry).ok_or("no retry slot")?;
         let (request, len) = d.request("127.0.0.1:3000", "/webhooks/slack", n, 1_700_000_000);
-        let text = String::from_utf8(request).unwrap();
-        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let text = String::from_utf8(request)?;
+        let (head, body) = text.split_once("\r\n\r\n").ok_or("no head")?;
         assert_eq!(body.len(), len);
         assert!(head.starts_with("POST /webhooks/slack HTTP/1.1\r\n"));
         assert!(head.contains("X-Slack-Retry-Num: 1\r\n"));
@@ -337,5 +342,6 @@ mod tests {
             chat_slack::signature::sign("bench-signing-secret", "1700000000", body.as_bytes());
         assert!(head.contains(&format!("X-Slack-Signature: {sig}\r\n")));
         assert_eq!(body.as_bytes(), d.body(d.slot(n).event));
+        Ok(())
     }
 }

@@ -405,7 +405,10 @@ fn client_command(line: &str, names: &BTreeMap<String, String>) -> Option<String
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     use super::*;
 
     #[test]
@@ -431,12 +434,13 @@ mod tests {
     }
 
     #[test]
-    fn every_chat_state_redis_script_gets_a_name() {
+    fn every_chat_state_redis_script_gets_a_name() -> TestResult {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/chat-state-redis/src/lua");
-        let names = script_names(&dir).unwrap();
+        let names = script_names(&dir)?;
         assert!(names.values().any(|n| n == "admit_queue"));
         assert!(names.values().all(|n| n != "common"));
         assert!(names.keys().all(|k| k.len() == 40));
+        Ok(())
     }
 
     #[test]
@@ -462,19 +466,21 @@ mod tests {
     }
 
     #[test]
-    fn own_cpu_time_is_readable() {
+    fn own_cpu_time_is_readable() -> TestResult {
         let start = std::time::Instant::now();
         let mut x = 0u64;
         while start.elapsed() < Duration::from_millis(50) {
             x = x.wrapping_add(std::hint::black_box(1));
         }
         assert!(x > 0);
-        assert!(cpu_time(std::process::id()).unwrap() >= Duration::from_millis(20));
+        assert!(cpu_time(std::process::id())? >= Duration::from_millis(20));
+        Ok(())
     }
 
     #[test]
-    fn own_rss_is_readable() {
-        let (rss, hwm) = rss_of(std::process::id()).unwrap();
+    fn own_rss_is_readable() -> TestResult {
+        let (rss, hwm) = rss_of(std::process::id())?;
         assert!(rss > 0 && hwm >= rss);
+        Ok(())
     }
 }

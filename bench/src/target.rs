@@ -75,18 +75,18 @@ pub(crate) fn secs(s: f64, what: &str) -> io::Result<Duration> {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     use super::*;
 
     #[test]
-    fn only_loopback_urls() {
-        let t = parse_url("http://127.0.0.1:3000/webhooks/slack").unwrap();
-        assert_eq!(t.addr, "127.0.0.1:3000".parse().unwrap());
+    fn only_loopback_urls() -> TestResult {
+        let t = parse_url("http://127.0.0.1:3000/webhooks/slack")?;
+        assert_eq!(t.addr, "127.0.0.1:3000".parse()?);
         assert_eq!(t.path, "/webhooks/slack");
-        assert_eq!(
-            parse_url("http://localhost:8080").unwrap().addr.port(),
-            8080
-        );
+        assert_eq!(parse_url("http://localhost:8080")?.addr.port(), 8080);
         assert!(parse_url("http://[::1]:3000/x").is_ok());
         for bad in [
             "http://10.0.0.1:3000/x",
@@ -96,5 +96,6 @@ mod tests {
         ] {
             assert!(parse_url(bad).is_err(), "{bad}");
         }
+        Ok(())
     }
 }

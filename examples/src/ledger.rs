@@ -130,11 +130,14 @@ impl Ledger {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     use super::*;
 
     #[test]
-    fn reads_whole_lines_only() {
+    fn reads_whole_lines_only() -> TestResult {
         let dir = std::env::temp_dir().join(format!("ledger-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap_or_default();
         let path = dir.join("ledger.jsonl");
@@ -147,11 +150,8 @@ mod tests {
         assert_eq!(lines[0].ran_ms(), Some(250));
         assert!(read(&dir.join("missing")).is_empty());
         std::fs::write(dir.join("notes.txt"), format!("{whole}\n")).unwrap_or_default();
-        assert_eq!(
-            read_dir(&dir).unwrap(),
-            lines,
-            "only *.jsonl files are read"
-        );
+        assert_eq!(read_dir(&dir)?, lines, "only *.jsonl files are read");
         let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
     }
 }

@@ -226,7 +226,10 @@ fn target_dir(root: &Path) -> PathBuf {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     use super::*;
 
     #[test]
@@ -253,11 +256,11 @@ mod tests {
     }
 
     #[test]
-    fn the_guides_make_a_crate_that_depends_on_this_checkout() {
+    fn the_guides_make_a_crate_that_depends_on_this_checkout() -> TestResult {
         let root = root();
-        let gs = fs::read_to_string(root.join("docs/getting-started.md")).unwrap();
-        let testing = fs::read_to_string(root.join("docs/testing.md")).unwrap();
-        let files = crate_files(&gs, &testing, Path::new("/checkout")).unwrap();
+        let gs = fs::read_to_string(root.join("docs/getting-started.md"))?;
+        let testing = fs::read_to_string(root.join("docs/testing.md"))?;
+        let files = crate_files(&gs, &testing, Path::new("/checkout"))?;
         let manifest = &files[0].1;
         assert!(
             manifest.contains("path = \"/checkout/crates/chat-runtime\""),
@@ -266,5 +269,6 @@ mod tests {
         assert!(!manifest.contains(CHECKOUT));
         assert!(files[1].1.contains("shutdown_signal"));
         assert!(files[2].1.contains("fn testing_guide_example_2()"));
+        Ok(())
     }
 }

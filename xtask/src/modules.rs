@@ -319,27 +319,33 @@ impl<'g> Tarjan<'g> {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     use super::*;
 
-    fn write(root: &Path, files: &[(&str, &str)]) {
+    fn write(root: &Path, files: &[(&str, &str)]) -> std::io::Result<()> {
         for (path, text) in files {
             let path = root.join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(path, text)?;
         }
+        Ok(())
     }
 
-    fn tempdir(name: &str) -> PathBuf {
+    fn tempdir(name: &str) -> std::io::Result<PathBuf> {
         let dir = std::env::temp_dir().join(format!("xtask-modules-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+        std::fs::create_dir_all(&dir)?;
+        Ok(dir)
     }
 
     #[test]
-    fn a_circle_through_use_and_inline_paths_is_found() {
-        let dir = tempdir("circle");
+    fn a_circle_through_use_and_inline_paths_is_found() -> TestResult {
+        let dir = tempdir("circle")?;
         write(
             &dir,
             &[
@@ -352,14 +358,15 @@ mod tests {
                 ),
                 ("src/d.rs", "use crate::{a::A, b::*};"),
             ],
-        );
-        assert_eq!(circles(&dir.join("src")).unwrap(), [["a", "b", "c"]]);
+        )?;
+        assert_eq!(circles(&dir.join("src"))?, [["a", "b", "c"]]);
         let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
     }
 
     #[test]
-    fn children_using_their_parent_and_inline_test_modules_are_not_circles() {
-        let dir = tempdir("tree");
+    fn children_using_their_parent_and_inline_test_modules_are_not_circles() -> TestResult {
+        let dir = tempdir("tree")?;
         write(
             &dir,
             &[
@@ -377,14 +384,16 @@ mod tests {
                     "pub struct S; #[cfg(test)] mod tests { use super::S; use crate::shared::S as T; }",
                 ),
             ],
-        );
-        assert!(circles(&dir.join("src")).unwrap().is_empty());
+        )?;
+        assert!(circles(&dir.join("src"))?.is_empty());
         let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
     }
 
     #[test]
-    fn the_repository_has_no_circle() {
+    fn the_repository_has_no_circle() -> TestResult {
         let root = crate::cmd::root();
-        assert_eq!(check(&root).unwrap(), Vec::<(String, Vec<String>)>::new());
+        assert_eq!(check(&root)?, Vec::<(String, Vec<String>)>::new());
+        Ok(())
     }
 }

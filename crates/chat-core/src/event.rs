@@ -624,7 +624,10 @@ impl OtherEvent {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     use super::*;
 
     fn sample() -> Event {
@@ -651,22 +654,24 @@ mod tests {
     }
 
     #[test]
-    fn events_round_trip_through_json() {
+    fn events_round_trip_through_json() -> TestResult {
         let e = sample();
-        let json = serde_json::to_vec(&e).unwrap();
-        let back: Event = serde_json::from_slice(&json).unwrap();
+        let json = serde_json::to_vec(&e)?;
+        let back: Event = serde_json::from_slice(&json)?;
         assert_eq!(back, e);
+        Ok(())
     }
 
     #[test]
-    fn a_utf8_body_is_kept_as_a_string_and_other_bytes_survive() {
+    fn a_utf8_body_is_kept_as_a_string_and_other_bytes_survive() -> TestResult {
         let e = sample();
-        let json = serde_json::to_string(&e).unwrap();
+        let json = serde_json::to_string(&e)?;
         assert!(json.contains(r#""raw":"{\"raw\":true}""#), "{json}");
         let mut binary = sample();
         binary.raw = Bytes::from_static(&[0xff, 0x00, 0x80]);
-        let back: Event = serde_json::from_slice(&serde_json::to_vec(&binary).unwrap()).unwrap();
+        let back: Event = serde_json::from_slice(&serde_json::to_vec(&binary)?)?;
         assert_eq!(back.raw, binary.raw);
+        Ok(())
     }
 
     #[test]

@@ -378,18 +378,18 @@ impl fmt::Display for DedupeKey {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     use super::*;
 
     #[test]
-    fn platforms_compare_by_name_and_round_trip_through_serde() {
+    fn platforms_compare_by_name_and_round_trip_through_serde() -> TestResult {
         const SCRIPTED: Platform = Platform::new("scripted");
-        let parsed: Platform = serde_json::from_str("\"scripted\"").unwrap();
+        let parsed: Platform = serde_json::from_str("\"scripted\"")?;
         assert_eq!(parsed, SCRIPTED);
-        assert_eq!(
-            serde_json::to_string(&Platform::LINEAR).unwrap(),
-            "\"linear\""
-        );
+        assert_eq!(serde_json::to_string(&Platform::LINEAR)?, "\"linear\"");
         assert_eq!(Platform::parse("slack"), Ok(Platform::SLACK));
         assert_eq!(Platform::parse(""), Err(InvalidPlatform::Length));
         assert_eq!(
@@ -399,13 +399,15 @@ mod tests {
         assert_eq!(Platform::parse("Slack"), Err(InvalidPlatform::Character));
         assert_eq!(Platform::parse("a:b"), Err(InvalidPlatform::Character));
         assert!(serde_json::from_str::<Platform>("\"a b\"").is_err());
+        Ok(())
     }
 
     #[test]
-    fn parsing_the_same_name_twice_interns_it_once() {
-        let a = Platform::parse("interned-once").unwrap();
-        let b = Platform::parse("interned-once").unwrap();
+    fn parsing_the_same_name_twice_interns_it_once() -> TestResult {
+        let a = Platform::parse("interned-once")?;
+        let b = Platform::parse("interned-once")?;
         assert!(std::ptr::eq(a.as_str(), b.as_str()));
+        Ok(())
     }
 
     #[test]

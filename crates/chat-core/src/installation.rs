@@ -349,7 +349,10 @@ pub trait InstallationStore: Send + Sync + 'static {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
     use super::*;
 
     #[test]
@@ -363,16 +366,17 @@ mod tests {
     }
 
     #[test]
-    fn installations_round_trip_and_know_their_bot() {
+    fn installations_round_trip_and_know_their_bot() -> TestResult {
         let i = Installation::new(Platform::SLACK, "E1", Secret::new("xoxb-1"))
             .with_bot_user_id("U1")
             .with_bot_id("B1")
             .with_enterprise("E1", true)
             .with_scopes(["chat:write"]);
-        let back: Installation = serde_json::from_slice(&serde_json::to_vec(&i).unwrap()).unwrap();
+        let back: Installation = serde_json::from_slice(&serde_json::to_vec(&i)?)?;
         assert_eq!(back, i);
         assert!(i.is_bot("U1") && i.is_bot("B1"));
         assert!(!i.is_bot("U2") && !i.is_bot(""));
+        Ok(())
     }
 
     #[test]

@@ -23,7 +23,8 @@
 //! use chat_installations::{EncryptionKey, KeyRing, KvInstallations};
 //! use chat_state_memory::MemoryState;
 //!
-//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 //! // In production: KeyRing::parse(&std::env::var("INSTALLATION_KEYS")?)
 //! // with keys from `openssl rand -hex 32`, and a RedisState.
 //! let keys = KeyRing::new(EncryptionKey::from_hex("2024-07", &"5e".repeat(32))?);
@@ -44,7 +45,8 @@
 //!
 //! assert!(store.delete(Platform::SLACK, &tenant).await?);
 //! assert_eq!(store.get(Platform::SLACK, &tenant).await?, None);
-//! # Ok::<_, Box<dyn std::error::Error>>(()) }).unwrap();
+//! # Ok::<_, Box<dyn std::error::Error>>(()) })
+//! # }
 //! ```
 //!
 //! ## Rotating keys

@@ -155,29 +155,29 @@ pub(crate) fn key_id(stored: &[u8]) -> Option<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::panic_in_result_fn)]
 mod tests {
     use chat_core::Secret;
 
     use super::*;
     use crate::keys::EncryptionKey;
 
-    fn ring(id: &str, byte: u8) -> KeyRing {
-        KeyRing::new(EncryptionKey::new(id, &[byte; 32]).unwrap())
+    type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    fn ring(id: &str, byte: u8) -> Result<KeyRing, Box<dyn std::error::Error>> {
+        Ok(KeyRing::new(EncryptionKey::new(id, &[byte; 32])?))
     }
 
     #[test]
-    fn sealed_records_open_only_for_their_tenant() {
-        let keys = ring("k1", 7);
+    fn sealed_records_open_only_for_their_tenant() -> TestResult {
+        let keys = ring("k1", 7)?;
         let random = SystemRandom::new();
         let i = Installation::new(Platform::SLACK, "T1", Secret::new("xoxb-secret"));
-        let sealed = seal(&keys, &random, &i, 7).unwrap();
+        let sealed = seal(&keys, &random, &i, 7)?;
         assert!(!String::from_utf8_lossy(&sealed).contains("xoxb-secret"));
         assert_eq!(key_id(&sealed).as_deref(), Some("k1"));
         assert_eq!(revision(&sealed), 7);
-        assert_eq!(
-            open(&keys, Platform::SLACK, &"T1".into(), &sealed).unwrap(),
-            (i, 7)
-        );
+        assert_eq!(open(&keys, Platform::SLACK, &"T1".into(), &sealed)?, (i, 7));
         assert!(matches!(
             open(&keys, Platform::SLACK, &"T2".into(), &sealed),
             Err(InstallationError::Corrupt(_))
@@ -186,27 +186,26 @@ mod tests {
             open(&keys, Platform::LINEAR, &"T1".into(), &sealed),
             Err(InstallationError::Corrupt(_))
         ));
+        Ok(())
     }
 
     #[test]
-    fn every_write_has_its_own_nonce() {
-        let keys = ring("k1", 7);
+    fn every_write_has_its_own_nonce() -> TestResult {
+        let keys = ring("k1", 7)?;
         let random = SystemRandom::new();
         let i = Installation::new(Platform::SLACK, "T1", Secret::new("xoxb-secret"));
-        assert_ne!(
-            seal(&keys, &random, &i, 1).unwrap(),
-            seal(&keys, &random, &i, 1).unwrap()
-        );
+        assert_ne!(seal(&keys, &random, &i, 1)?, seal(&keys, &random, &i, 1)?);
+        Ok(())
     }
 
     /// The revision is sealed: a record whose `rev` is edited does not open,
     /// and a record of format 1 (before revisions) still does, as revision 0.
     #[test]
-    fn the_revision_is_bound_and_format_1_still_opens() {
-        let keys = ring("k1", 7);
+    fn the_revision_is_bound_and_format_1_still_opens() -> TestResult {
+        let keys = ring("k1", 7)?;
         let random = SystemRandom::new();
         let i = Installation::new(Platform::SLACK, "T1", Secret::new("xoxb-secret"));
-        let sealed = String::from_utf8(seal(&keys, &random, &i, 5).unwrap()).unwrap();
+        let sealed = String::from_utf8(seal(&keys, &random, &i, 5)?)?;
         let edited = sealed.replace("\"rev\":5", "\"rev\":9");
         assert_ne!(edited, sealed);
         assert!(matches!(
@@ -214,7 +213,7 @@ mod tests {
             Err(InstallationError::Corrupt(_))
         ));
         // A format-1 record: sealed under the old associated data, no `rev`.
-        let mut in_out = serde_json::to_vec(&i).unwrap();
+        let mut in_out = serde_json::to_vec(&i)?;
         let nonce = [3u8; NONCE_LEN];
         keys.current()
             .aead()
@@ -223,21 +222,22 @@ mod tests {
                 Aad::from(&b"chat-installations:v1:slack:T1"[..]),
                 &mut in_out,
             )
-            .unwrap();
+            .map_err(|_| "sealing failed")?;
         let old = format!(
             r#"{{"v":1,"kid":"k1","nonce":"{}","ct":"{}"}}"#,
             hex::encode(nonce),
             hex::encode(&in_out)
         );
         assert_eq!(
-            open(&keys, Platform::SLACK, &"T1".into(), old.as_bytes()).unwrap(),
+            open(&keys, Platform::SLACK, &"T1".into(), old.as_bytes())?,
             (i, 0)
         );
+        Ok(())
     }
 
     #[test]
-    fn garbage_never_panics() {
-        let keys = ring("k1", 7);
+    fn garbage_never_panics() -> TestResult {
+        let keys = ring("k1", 7)?;
         let t: TenantId = "T1".into();
         for stored in [
             &b""[..],
@@ -260,5 +260,6 @@ mod tests {
             ),
             Err(InstallationError::MissingKey { key_id }) if key_id == "gone"
         ));
+        Ok(())
     }
 }

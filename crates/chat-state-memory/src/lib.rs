@@ -373,7 +373,7 @@ mod tests {
     /// Fences start from the wall clock (µs), like the Redis backend's floor,
     /// so a new process never hands out a fence an earlier one already used.
     #[tokio::test]
-    async fn fences_are_seeded_from_the_wall_clock() {
+    async fn fences_are_seeded_from_the_wall_clock() -> Result<(), StateError> {
         let before = wall_clock_micros();
         let state = MemoryState::new();
         let thread = chat_core::ThreadRef::new(chat_core::Platform::new("test"), "T", "C", "1");
@@ -382,9 +382,10 @@ mod tests {
             .mention("a")
             .build();
         let req = AdmitRequest::new(e, thread.thread_scope(), Concurrency::Drop);
-        let Decision::Run(lease) = state.admit(req).await.unwrap().decision else {
+        let Decision::Run(lease) = state.admit(req).await?.decision else {
             panic!("no lease");
         };
         assert!(lease.fence() > before, "fence {} ≤ {before}", lease.fence());
+        Ok(())
     }
 }
