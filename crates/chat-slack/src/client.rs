@@ -409,7 +409,9 @@ impl SlackClient {
         content_type: HeaderValue,
         auth: Option<&HeaderValue>,
     ) -> Result<bytes::Bytes, AdapterError> {
-        let url = format!("{}/{method}", self.inner.base_url);
+        // Parsed once, from the owned string (no copy); cloned per attempt.
+        let uri = http::Uri::try_from(format!("{}/{method}", self.inner.base_url))
+            .map_err(|e| AdapterError::Transport(Box::new(e)))?;
         let deadline = self
             .deadline
             .unwrap_or_else(|| Instant::now() + self.inner.retry_budget);
@@ -424,12 +426,10 @@ impl SlackClient {
                 Some(_) => remaining.min(self.inner.request_timeout),
                 None => self.inner.request_timeout,
             };
-            let uri = http::Uri::try_from(url.as_str())
-                .map_err(|e| AdapterError::Transport(Box::new(e)))?;
             let answer = self
                 .inner
                 .web
-                .post(uri, content_type.clone(), auth, payload.clone(), timeout)
+                .post(uri.clone(), content_type.clone(), auth, payload.clone(), timeout)
                 .await
                 .map_err(|e| self.cut(e))?;
             let status = answer.status;
