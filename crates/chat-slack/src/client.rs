@@ -429,7 +429,13 @@ impl SlackClient {
             let answer = self
                 .inner
                 .web
-                .post(uri.clone(), content_type.clone(), auth, payload.clone(), timeout)
+                .post(
+                    uri.clone(),
+                    content_type.clone(),
+                    auth,
+                    payload.clone(),
+                    timeout,
+                )
                 .await
                 .map_err(|e| self.cut(e))?;
             let status = answer.status;
