@@ -187,7 +187,11 @@ async fn the_inspector_releases_a_stuck_scope_in_a_real_browser() {
                 vec![json!((fence - 1).to_string())],
             )
             .await?;
-        let flash = browser.find(Locator::Css("#flash")).await?;
+        // The answer page, not the page the form was on: wait for its flash.
+        let flash = browser
+            .wait()
+            .for_element(Locator::Css("#flash.stale"))
+            .await?;
         assert!(
             flash
                 .attr("class")
@@ -214,7 +218,12 @@ async fn the_inspector_releases_a_stuck_scope_in_a_real_browser() {
             .await?
             .click()
             .await?;
-        let flash = browser.find(Locator::Css("#flash")).await?;
+        // The click navigates; until the answer page loads, the stale page's
+        // flash is still there: wait for the new one.
+        let flash = browser
+            .wait()
+            .for_element(Locator::Css("#flash.released"))
+            .await?;
         assert!(
             flash
                 .attr("class")
