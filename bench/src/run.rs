@@ -1,12 +1,15 @@
 //! The load itself: open loop at a fixed offered rate, or closed loop at the
 //! highest rate C connections sustain.
 //!
-//! **Open loop.** Slot `n` is due at `start + n / rate`. A timer thread releases
-//! slots as they fall due (with sub-millisecond sleeps, not tokio's 1 ms timer
-//! wheel) into a queue the connections take from. A slot's latency is measured
-//! from when it was *due*, not from when a connection got to send it, so a slow
-//! server cannot hide its backlog by slowing the sender down (no coordinated
-//! omission). The service time (from the actual write) is reported beside it.
+//! **Open loop.** Slot `n` is due at `start + n / rate`. Each idle connection
+//! claims the next unclaimed slot and sends it when it falls due, on tokio's
+//! millisecond timer aimed half a tick early, so a slot goes out within about
+//! half a millisecond of its due time without a timer thread waking the runtime
+//! for every slot. A slot's latency is measured from when it was *due* (or from
+//! its write, when that came first), not from when a connection got to send
+//! it, so a slow server cannot hide its backlog by slowing the sender down (no
+//! coordinated omission). The service time (from the actual write) is reported
+//! beside it.
 //!
 //! **Closed loop.** C connections each send the next slot as soon as the
 //! previous answer arrives; latency is the service time.
@@ -17,13 +20,14 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-use tokio::sync::{Mutex, mpsc};
 
 use super::http::Conn;
 use super::payload::Deliveries;
+
+/// Half of tokio's timer resolution: how early an open-loop slot's timer aims.
+const HALF_TICK: Duration = Duration::from_micros(500);
 
 /// How hard to push.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -186,7 +190,7 @@ impl Shared {
                 let done = Instant::now();
                 *t.statuses.entry(response.status()).or_insert(0) += 1;
                 if due >= self.measure_from {
-                    t.ack_us.push(micros(done - due));
+                    t.ack_us.push(micros(done - due.max(written)));
                     t.service_us.push(micros(done - written));
                     t.last_done = Some(done);
                 }
@@ -264,62 +268,32 @@ async fn open_loop(shared: &Arc<Shared>, conns: Vec<Option<Conn>>, rate: f64) ->
     let by_time = (rate * shared.plan.duration.as_secs_f64()).ceil() as u64;
     let total = shared.plan.count.map_or(by_time, |c| c.min(by_time));
     let period = 1.0 / rate;
-    let due = move |start: Instant, n: u64| start + Duration::from_secs_f64(n as f64 * period);
-
-    let (tx, rx) = mpsc::unbounded_channel::<u64>();
-    let rx = Arc::new(Mutex::new(rx));
-    let quit = Arc::new(AtomicBool::new(false));
-
-    // The timer thread: releases each slot when it falls due.
-    let timer = {
-        let start = shared.start;
-        let quit = Arc::clone(&quit);
-        std::thread::Builder::new()
-            .name("loadgen-timer".into())
-            .spawn(move || {
-                let mut next = 0u64;
-                while next < total && !quit.load(Ordering::Relaxed) {
-                    let now = Instant::now();
-                    while next < total && due(start, next) <= now {
-                        if tx.send(next).is_err() {
-                            return;
-                        }
-                        next += 1;
-                    }
-                    if next < total {
-                        let wait = due(start, next).saturating_duration_since(Instant::now());
-                        // Short sleeps keep the release close to the due time; a
-                        // floor keeps the thread from spinning at high rates.
-                        std::thread::sleep(
-                            wait.clamp(Duration::from_micros(50), Duration::from_millis(5)),
-                        );
-                    }
-                }
-            })
-    };
-
+    // The next slot nobody has claimed: an idle connection claims it and
+    // waits for it to fall due, so the next free connection takes the next
+    // slot and a late slot goes out as soon as a connection is free.
+    let next = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::with_capacity(conns.len());
     for conn in conns {
         let shared = Arc::clone(shared);
-        let rx = Arc::clone(&rx);
+        let next = Arc::clone(&next);
         tasks.push(tokio::spawn(async move {
             let mut conn = conn;
             let mut t = Tally::default();
             loop {
-                let next = {
-                    let mut rx = rx.lock().await;
-                    let left = shared.hard_stop.saturating_duration_since(Instant::now());
-                    match tokio::time::timeout(left, rx.recv()).await {
-                        Ok(Some(n)) => n,
-                        _ => break,
-                    }
-                };
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= total {
+                    break;
+                }
+                let due = shared.start + Duration::from_secs_f64(n as f64 * period);
+                // tokio's timer fires on the first millisecond tick at or after
+                // its deadline; aiming half a tick early centres the release on
+                // the due time.
+                let aim = due.checked_sub(HALF_TICK).unwrap_or(due);
+                tokio::time::sleep_until(aim.into()).await;
                 if Instant::now() >= shared.hard_stop {
                     break;
                 }
-                shared
-                    .send(&mut conn, next, due(shared.start, next), &mut t)
-                    .await;
+                shared.send(&mut conn, n, due, &mut t).await;
             }
             t
         }));
@@ -329,10 +303,6 @@ async fn open_loop(shared: &Arc<Shared>, conns: Vec<Option<Conn>>, rate: f64) ->
         if let Ok(t) = task.await {
             tallies.push(t);
         }
-    }
-    quit.store(true, Ordering::Relaxed);
-    if let Ok(timer) = timer {
-        let _ = timer.join();
     }
     let taken: u64 = tallies.iter().map(|t| t.taken).sum();
     (tallies, total.saturating_sub(taken))

@@ -134,6 +134,41 @@ async fn every_delivery_is_verified_parsed_and_accounted_for() {
     assert!(report.human().contains("ack latency"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_open_loop_keeps_to_its_schedule_instead_of_sending_as_fast_as_it_can() {
+    let addr = bot().await;
+    let url = format!("http://{addr}/webhooks/slack");
+    let cli = Cli::parse_from([
+        "loadgen",
+        "run",
+        "--url",
+        &url,
+        "--rate",
+        "200",
+        "--duration",
+        "0.5",
+        "--connections",
+        "16",
+        "--no-stats",
+    ]);
+    let Command::Run(args) = cli.command else {
+        panic!("run");
+    };
+    let started = std::time::Instant::now();
+    let report = execute(args).await.unwrap();
+    let m = &report.measured;
+    assert_eq!(m.sent, 100);
+    assert_eq!(m.statuses.get(&200), Some(&100), "{:?}", m.statuses);
+    // The last of 100 slots at 200/s falls due 495 ms after the start, and a
+    // slot's timer never fires more than half a millisecond early: sixteen idle
+    // connections that sent as fast as they could would be done in a few ms.
+    assert!(
+        started.elapsed() >= Duration::from_millis(494),
+        "done after {:?}",
+        started.elapsed()
+    );
+}
+
 #[tokio::test]
 async fn a_url_off_loopback_is_refused_before_anything_is_sent() {
     let cli = Cli::parse_from([
