@@ -161,16 +161,14 @@ impl Recorder {
 
     pub(crate) fn record(&self, r: &OutcomeRecord) {
         let id = r.event_id.as_str();
-        let thread = r
-            .thread
-            .as_ref()
-            .map(ToString::to_string)
-            .unwrap_or_default();
+        // Formatted only when the line is written: most outcomes are below the
+        // configured level.
+        let thread = ThreadField(r.thread.as_ref());
         let reason = r.reason;
         // `tracing` needs the event name as a literal, hence one arm per outcome.
         macro_rules! emit {
             ($level:ident, $name:literal) => {
-                tracing::$level!(name: $name, outcome = $name, event_id = id, thread = thread.as_str(), reason, ran_for = ?r.ran_for, cancel_latency = ?r.cancel_latency)
+                tracing::$level!(name: $name, outcome = $name, event_id = id, thread = %thread, reason, ran_for = ?r.ran_for, cancel_latency = ?r.cancel_latency)
             };
         }
         match r.outcome {
@@ -200,6 +198,18 @@ impl Recorder {
         );
         for o in &self.observers {
             o.on_outcome(r);
+        }
+    }
+}
+
+/// A record's thread as a log field: empty when it has none.
+struct ThreadField<'a>(Option<&'a ThreadRef>);
+
+impl fmt::Display for ThreadField<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(t) => t.fmt(f),
+            None => Ok(()),
         }
     }
 }
