@@ -69,7 +69,8 @@ scenarios (default: all):
 
 environment:
   BENCH_ECHO_BOT=PATH  run this echo-bot binary instead of the one built here
-                       (another commit's release build: before/after figures)";
+                       (another commit's release build: before/after figures)
+  BENCH_LOADGEN=PATH   likewise, another load generator binary";
 
 const SCENARIOS: [&str; 8] = [
     "backends",

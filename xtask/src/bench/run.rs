@@ -232,7 +232,10 @@ impl Bench {
         let pid = child.0.id();
         wait_healthy(port, Duration::from_secs(20))?;
 
-        let mut l = Command::new(self.bin.join("loadgen"));
+        // BENCH_LOADGEN: another build of the load generator, likewise.
+        let loadgen = std::env::var_os("BENCH_LOADGEN")
+            .map_or_else(|| self.bin.join("loadgen"), PathBuf::from);
+        let mut l = Command::new(loadgen);
         l.arg("run")
             .args(["--url", &format!("http://127.0.0.1:{port}/webhooks/slack")])
             .args(["--pid", &pid.to_string()])
