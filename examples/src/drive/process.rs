@@ -159,6 +159,11 @@ impl EchoBotCommand {
             // Redirects (the install flow's) are answers to look at.
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(30))
+            // echo-bot closes a kept-alive connection that sends nothing for
+            // its header read timeout (2 s; 300 ms in the slow-client test);
+            // a connection reused just as it closes fails mid-request, so
+            // idle ones are dropped well before.
+            .pool_idle_timeout(Duration::from_millis(100))
             .build()?;
         let mut last_error = String::new();
         for _ in 0..ATTEMPTS {
