@@ -26,7 +26,7 @@
 //! The key layout and every script are explained in
 //! `docs/adr/0002-redis-keys-and-scripts.md`; `docs/state-backends.md` tells how
 //! to configure Redis (use `maxmemory-policy noeviction`: the backend warns at
-//! start otherwise). Requires Redis 6.2 or newer.
+//! start otherwise). Requires Redis 7.0 or newer.
 //!
 //! ```no_run
 //! use chat_core::{AdmitRequest, Concurrency, Decision, Handoff, StateBackend};

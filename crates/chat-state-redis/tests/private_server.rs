@@ -22,6 +22,23 @@ fn client(server: &RedisServer) -> redis::Client {
     redis::Client::open(server.url()).unwrap_or_else(|e| panic!("client: {e}"))
 }
 
+/// A server of the test's own, a backend on it with one connection, and a
+/// connection of the test's to look at the server with.
+async fn private_server() -> Option<(RedisServer, RedisState, redis::aio::MultiplexedConnection)> {
+    let server = RedisServer::start_or_skip()?;
+    let state = RedisState::builder()
+        .url(server.url())
+        .pool_size(1)
+        .build()
+        .await
+        .unwrap_or_else(|e| panic!("backend: {e}"));
+    let conn = client(&server)
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap_or_else(|e| panic!("connection: {e}"));
+    Some((server, state, conn))
+}
+
 /// `INFO commandstats` as command → calls.
 async fn command_calls(conn: &mut redis::aio::MultiplexedConnection) -> HashMap<String, u64> {
     let info: String = redis::cmd("INFO")
@@ -64,19 +81,9 @@ fn request(thread: &str, id: &str, concurrency: Concurrency) -> AdmitRequest {
 /// verdict (granted, queued, pending, dropped, duplicate, waiting).
 #[tokio::test]
 async fn every_admit_is_exactly_one_evalsha() {
-    let Some(server) = RedisServer::start_or_skip() else {
+    let Some((server, state, mut stats)) = private_server().await else {
         return;
     };
-    let state = RedisState::builder()
-        .url(server.url())
-        .pool_size(1)
-        .build()
-        .await
-        .unwrap();
-    let mut stats = client(&server)
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
     // Warm up: the pool's connection exists and every script is loaded.
     state
         .admit(request("warm", "warm", Concurrency::Drop))
@@ -230,4 +237,63 @@ async fn a_restarted_server_is_recovered_from() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("no recovery after the restart: {last:?}");
+}
+
+/// The hour hashes that hold the dedupe marks, each with its `PTTL` (ms).
+async fn mark_hashes(conn: &mut redis::aio::MultiplexedConnection) -> Vec<(String, i64)> {
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*:d:*")
+        .query_async(conn)
+        .await
+        .unwrap_or_else(|e| panic!("KEYS: {e}"));
+    let mut out = Vec::new();
+    for key in keys {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(&key)
+            .query_async(conn)
+            .await
+            .unwrap_or_else(|e| panic!("PTTL: {e}"));
+        out.push((key, ttl));
+    }
+    out
+}
+
+/// Marks of one bucket and hour share a hash, which must live as long as its
+/// longest mark: the first mark gives the new hash an expiry, a later mark with
+/// a shorter TTL does not shorten it, one with a longer TTL extends it.
+#[tokio::test]
+async fn a_hash_of_marks_lives_as_long_as_its_longest_mark() {
+    let Some((_server, state, mut conn)) = private_server().await else {
+        return;
+    };
+    let hour = Duration::from_secs(3600);
+    let admit = |id: &str, ttl: Duration| request("marks", id, Concurrency::Drop).dedupe_ttl(ttl);
+
+    state.admit(admit("two-hours", 2 * hour)).await.unwrap();
+    let first = mark_hashes(&mut conn).await;
+    assert_eq!(first.len(), 1, "{first:?}");
+    let (key, ttl) = first[0].clone();
+    assert!(
+        ttl > (2 * hour - Duration::from_secs(60)).as_millis() as i64,
+        "a new hash took the first mark's expiry: {ttl} ms"
+    );
+
+    // Each step checks the hash it shares with the first mark; should the hour
+    // turn between admissions, the new hour's hash must have an expiry.
+    let steps = [
+        ("one-minute", Duration::from_secs(60), 2 * hour),
+        ("three-hours", 3 * hour, 3 * hour),
+    ];
+    for (id, ttl, lives) in steps {
+        state.admit(admit(id, ttl)).await.unwrap();
+        let hashes = mark_hashes(&mut conn).await;
+        assert!(hashes.iter().all(|(_, ttl)| *ttl > 0), "{hashes:?}");
+        if let [(same, ttl)] = hashes.as_slice() {
+            assert_eq!(same, &key);
+            assert!(
+                *ttl > (lives - Duration::from_secs(60)).as_millis() as i64,
+                "after the {id} mark the hash lives {ttl} ms, not about {lives:?}"
+            );
+        }
+    }
 }

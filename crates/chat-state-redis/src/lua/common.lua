@@ -26,11 +26,16 @@
 --     TTLs, at least a minute) while which a repeated acknowledgement is
 --     answered 'released'. The caller names it, so it is declared like any key.
 
--- The server's clock: (milliseconds, microseconds) since the Unix epoch.
+-- The server's clock: (milliseconds, microseconds) since the Unix epoch, read
+-- once per script: every step of one atomic call sees the same instant.
+local clock_ms, clock_us
 local function clock()
-  local t = redis.call('TIME')
-  local s, us = tonumber(t[1]), tonumber(t[2])
-  return s * 1000 + math.floor(us / 1000), s * 1000000 + us
+  if not clock_ms then
+    local t = redis.call('TIME')
+    local s, us = tonumber(t[1]), tonumber(t[2])
+    clock_ms, clock_us = s * 1000 + math.floor(us / 1000), s * 1000000 + us
+  end
+  return clock_ms, clock_us
 end
 
 local function int(n)
@@ -117,9 +122,7 @@ end
 -- that share them (one in four billion) are told apart by the replay, which
 -- then finds the lease not theirs and answers 'stored': nothing runs twice.
 local function request_digest(rid)
-  return (string.gsub(string.sub(redis.sha1hex(rid), 1, 8), '..', function(h)
-    return string.char(tonumber(h, 16))
-  end))
+  return struct.pack('>I4', tonumber(string.sub(redis.sha1hex(rid), 1, 8), 16))
 end
 
 -- The live mark `name` (set at most `ttl` ms ago): (request digest, recorded),
@@ -142,8 +145,10 @@ local function mark(name, ttl, rid, recorded)
   local expires = now + tonumber(ttl)
   local key, field = mark_slot(name, math.floor(now / MARK_HOUR))
   redis.call('HSET', key, field, MARK_CODES[recorded] .. struct.pack('>I6', expires) .. request_digest(rid))
-  if redis.call('PEXPIRETIME', key) < expires then
-    redis.call('PEXPIREAT', key, expires)
+  -- The hash lives as long as its longest mark: GT extends an expiry; a hash
+  -- this HSET created has none yet, and NX sets it.
+  if redis.call('PEXPIREAT', key, expires, 'GT') == 0 then
+    redis.call('PEXPIREAT', key, expires, 'NX')
   end
 end
 
