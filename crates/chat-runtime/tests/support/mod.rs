@@ -497,6 +497,18 @@ impl Scenario {
         self.clock.pass(ms).await;
     }
 
+    /// Lets time pass, 100 scenario ms at a time, until `done` holds or `limit`
+    /// ms have passed: for a step whose timing in real time depends on how
+    /// busy the machine is (a sweep on another replica), bounded by a limit
+    /// far past the step's scenario time instead of a fixed wait.
+    pub async fn pass_until(&self, limit: u64, done: impl Fn() -> bool) {
+        let mut passed = 0;
+        while !done() && passed < limit {
+            self.clock.pass(100).await;
+            passed += 100;
+        }
+    }
+
     /// `ms` scenario milliseconds as time.
     pub fn ms(&self, ms: u64) -> Duration {
         self.clock.ms(ms)
