@@ -128,9 +128,28 @@ async fn a_replica_cut_off_mid_run_is_replaced_and_replies_once(env: Env) {
     r0.pass(8000).await;
     r0.pass_until(22_000, || r1.outcome("a").is_some()).await;
     let runs = r1.runs();
-    assert_eq!(runs.len(), 2, "{runs:?}");
-    assert_eq!(runs[0].cause, Some(CancelCause::Preempted));
-    assert_eq!(runs[1].attempt, 2);
+    assert!(runs.len() >= 2, "{runs:?}");
+    assert_eq!(runs[0].cause, Some(CancelCause::Preempted), "{runs:?}");
+    if env.clock.is_real() {
+        // In real time at a tenth of the scenario's (a 300 ms lease), a claim
+        // answered late on a busy machine can leave an attempt past its
+        // believed expiry: it is preempted before it does anything, and the
+        // next sweep runs the event again.
+        assert!(
+            runs[1..runs.len() - 1]
+                .iter()
+                .all(|r| r.cause == Some(CancelCause::Preempted)),
+            "{runs:?}"
+        );
+    } else {
+        assert_eq!(runs.len(), 2, "{runs:?}");
+    }
+    let last = &runs[runs.len() - 1];
+    assert_eq!(
+        (last.attempt as usize, last.cause),
+        (runs.len(), None),
+        "{runs:?}"
+    );
     assert_eq!(r1.outcome("a"), Some(Outcome::Ran));
     assert_eq!(r1.adapter.posts(), ["reply:a"]);
 }
