@@ -230,6 +230,7 @@ impl RedisState {
                 .map_err(|e| from_redis(e, self.timeout))?;
         }
         if cluster_nodes.is_empty() {
+            check_version(&mut conn, "the server").await?;
             check_eviction(&mut conn, "the server").await;
         } else {
             // Each node has its own configuration: ask every node given.
@@ -237,7 +238,10 @@ impl RedisState {
                 let client = redis::Client::open(node.as_str())
                     .map_err(|_| StateError::InvalidRequest("invalid Redis URL"))?;
                 match client.get_multiplexed_async_connection().await {
-                    Ok(mut c) => check_eviction(&mut c, &redacted(node)).await,
+                    Ok(mut c) => {
+                        check_version(&mut c, &redacted(node)).await?;
+                        check_eviction(&mut c, &redacted(node)).await;
+                    }
                     Err(e) => tracing::warn!(
                         node = %redacted(node),
                         error = %e,
@@ -247,6 +251,68 @@ impl RedisState {
             }
         }
         Ok(())
+    }
+}
+
+/// The oldest Redis major version the scripts run on (`PEXPIREAT … GT` / `NX`).
+const MIN_MAJOR_VERSION: u32 = 7;
+
+/// A server older than the scripts need: they would fail at their first call.
+#[derive(Debug)]
+struct TooOld {
+    node: String,
+    version: String,
+}
+
+impl std::fmt::Display for TooOld {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} runs Redis {}; chat-state-redis needs {MIN_MAJOR_VERSION}.0 or newer",
+            self.node, self.version
+        )
+    }
+}
+
+impl std::error::Error for TooOld {}
+
+/// `redis_version` of an `INFO server` answer.
+fn redis_version(info: &str) -> Option<&str> {
+    info.lines()
+        .find_map(|line| line.trim().strip_prefix("redis_version:"))
+}
+
+/// Whether `version` (`major.minor.patch`) is older than the scripts need; a
+/// version that does not parse is given the benefit of the doubt.
+fn too_old(version: &str) -> bool {
+    version
+        .split('.')
+        .next()
+        .and_then(|major| major.parse::<u32>().ok())
+        .is_some_and(|major| major < MIN_MAJOR_VERSION)
+}
+
+/// Refuses a server older than the scripts need; warns when it does not say.
+async fn check_version<C: ConnectionLike + Send>(
+    conn: &mut C,
+    node: &str,
+) -> Result<(), StateError> {
+    let reply: redis::RedisResult<String> =
+        redis::cmd("INFO").arg("server").query_async(conn).await;
+    match reply.as_deref().map(redis_version) {
+        Ok(Some(version)) if too_old(version) => Err(StateError::Backend(Box::new(TooOld {
+            node: node.to_owned(),
+            version: version.to_owned(),
+        }))),
+        Ok(Some(_)) => Ok(()),
+        Ok(None) | Err(_) => {
+            tracing::warn!(
+                node = %node,
+                "chat-state-redis: could not read the server's version (INFO server); \
+                 it must be Redis {MIN_MAJOR_VERSION}.0 or newer"
+            );
+            Ok(())
+        }
     }
 }
 
@@ -288,6 +354,19 @@ async fn check_eviction<C: ConnectionLike + Send>(conn: &mut C, node: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn servers_older_than_redis_7_are_told_apart() {
+        let info = "# Server\r\nredis_version:6.2.14\r\nredis_mode:standalone\r\n";
+        assert_eq!(redis_version(info), Some("6.2.14"));
+        assert!(too_old("6.2.14"));
+        assert!(!too_old("7.0.15"));
+        assert!(!too_old("7.4.1"));
+        assert!(!too_old("8.0.0"));
+        // Not a version: not refused on a guess.
+        assert!(!too_old("unknown"));
+        assert_eq!(redis_version("# Server\r\nredis_mode:standalone\r\n"), None);
+    }
 
     #[test]
     fn urls_are_shown_without_their_passwords() {
