@@ -86,32 +86,37 @@ async fn bot() -> SocketAddr {
     addr
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_delivery_is_verified_parsed_and_accounted_for() {
-    let addr = bot().await;
+/// `loadgen run` with `args` against the bot at `addr`; its report.
+async fn loadgen_run(addr: SocketAddr, args: &[&str]) -> chat_bench::Report {
     let url = format!("http://{addr}/webhooks/slack");
-    let cli = Cli::parse_from([
-        "loadgen",
-        "run",
-        "--url",
-        &url,
-        "--rate",
-        "1000",
-        "--duration",
-        "0.6",
-        "--threads",
-        "8",
-        "--retry-share",
-        "0.1",
-        "--connections",
-        "8",
-        "--pid",
-        &std::process::id().to_string(),
-    ]);
+    let cli = Cli::parse_from(["loadgen", "run", "--url", &url].iter().chain(args));
     let Command::Run(args) = cli.command else {
         panic!("run");
     };
-    let report = execute(args).await.unwrap();
+    ok(execute(args).await, "loadgen run")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_delivery_is_verified_parsed_and_accounted_for() {
+    let pid = std::process::id().to_string();
+    let report = loadgen_run(
+        bot().await,
+        &[
+            "--rate",
+            "1000",
+            "--duration",
+            "0.6",
+            "--threads",
+            "8",
+            "--retry-share",
+            "0.1",
+            "--connections",
+            "8",
+            "--pid",
+            &pid,
+        ],
+    )
+    .await;
     let m = &report.measured;
     assert_eq!(m.sent, 600);
     assert_eq!(m.statuses.get(&200), Some(&600), "{:?}", m.statuses);
@@ -137,25 +142,20 @@ async fn every_delivery_is_verified_parsed_and_accounted_for() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_open_loop_keeps_to_its_schedule_instead_of_sending_as_fast_as_it_can() {
     let addr = bot().await;
-    let url = format!("http://{addr}/webhooks/slack");
-    let cli = Cli::parse_from([
-        "loadgen",
-        "run",
-        "--url",
-        &url,
-        "--rate",
-        "200",
-        "--duration",
-        "0.5",
-        "--connections",
-        "16",
-        "--no-stats",
-    ]);
-    let Command::Run(args) = cli.command else {
-        panic!("run");
-    };
     let started = std::time::Instant::now();
-    let report = execute(args).await.unwrap();
+    let report = loadgen_run(
+        addr,
+        &[
+            "--rate",
+            "200",
+            "--duration",
+            "0.5",
+            "--connections",
+            "16",
+            "--no-stats",
+        ],
+    )
+    .await;
     let m = &report.measured;
     assert_eq!(m.sent, 100);
     assert_eq!(m.statuses.get(&200), Some(&100), "{:?}", m.statuses);
