@@ -515,9 +515,6 @@ impl Bench {
                 ))
             })
             .collect();
-        if measured.is_empty() {
-            return Err("reply: no complete no-op / reply pair".to_owned());
-        }
         for (pair, (cpu, noop, reply, rate, _)) in measured.iter().enumerate() {
             let _ = writeln!(
                 t,
@@ -526,9 +523,9 @@ impl Bench {
                 group(*rate),
             );
         }
-        measured.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let (cpu, _, _, rate, rates) = measured[measured.len() / 2];
-        let spread = measured[measured.len() - 1].0 / measured[0].0;
+        let Some((&(cpu, _, _, rate, rates), spread)) = median(&mut measured, |m| m.0) else {
+            return Err("reply: no complete no-op / reply pair".to_owned());
+        };
         let _ = writeln!(
             t,
             "- the median pair's bot CPU ratio: {cpu:.2}× (the pairs' ratios spread {spread:.2}× max/min)\n- target with the reply ≤ 2× the no-op: {}\n- deliveries/s with the reply: {rates:.2}× the no-op's",
@@ -661,10 +658,16 @@ fn median_run<'a>(
         })
         .map(|(_, _, f)| f)
         .collect();
-    runs.sort_by(|a, b| fl(a, key).total_cmp(&fl(b, key)));
-    let (first, last) = (runs.first()?, runs.last()?);
-    let spread = fl(last, key) / fl(first, key).max(f64::MIN_POSITIVE);
-    Some((runs[runs.len() / 2], spread))
+    median(&mut runs, |f| fl(f, key)).map(|(f, spread)| (*f, spread))
+}
+
+/// Of repeated measurements, the one with the median `key` (sorting them by
+/// it), and their spread of `key` (max / min); `None` when there are none.
+fn median<T>(items: &mut [T], key: impl Fn(&T) -> f64) -> Option<(&T, f64)> {
+    items.sort_by(|a, b| key(a).total_cmp(&key(b)));
+    let (first, last) = (items.first()?, items.last()?);
+    let spread = key(last) / key(first).max(f64::MIN_POSITIVE);
+    Some((&items[items.len() / 2], spread))
 }
 
 /// The median (µs) of benchmark `name` in divan's table output.
