@@ -64,7 +64,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rand::RngCore;
 
-use crate::concurrency::Concurrency;
+use crate::concurrency::{Concurrency, ConcurrentOptions};
 use crate::error::StateError;
 use crate::event::Event;
 use crate::id::{DedupeKey, EventId, Platform, ScopeKey, TenantId, ThreadRef};
@@ -549,6 +549,11 @@ pub enum Recovered {
         token: LeaseToken,
         /// The event, with its attempt count.
         batch: Batch,
+        /// The concurrency the run was admitted with
+        /// ([`AdmitRequest::concurrency`]): its slot is taken under the same
+        /// bound, whatever strategy the recovering process has. A run of an
+        /// unlocked kind (a reaction, a click, a command) is unbounded.
+        concurrency: ConcurrentOptions,
     },
 }
 
@@ -657,6 +662,9 @@ pub trait StateBackend: KvStore + Send + Sync + 'static {
     ///    * concurrent: a free slot (always, when unbounded) → `Run` with a slot
     ///      lease whose token is the request's id, the event stored in flight
     ///      under it; else `WaitingForSlot`, the event stored under the id.
+    ///      Either way the run's record keeps the request's
+    ///      [`ConcurrentOptions`], which recovery hands back with the run
+    ///      ([`Recovered::Slot`]).
     async fn admit(&self, request: AdmitRequest) -> Result<Admission, StateError>;
 
     /// Extends the lease (or slot) by `ttl` if its token still owns it. Never

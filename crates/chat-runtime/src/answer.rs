@@ -12,6 +12,10 @@ enum State {
     #[default]
     Open,
     Replied(serde_json::Value),
+    /// The run was cut short with nobody else to run it, and its event given
+    /// back to the platform: the answer says so ([`Verdict::Failed`]), at
+    /// `ack_timeout` too.
+    GivenBack,
     /// The HTTP answer went out: a reply now goes out later.
     Sent,
 }
@@ -67,10 +71,25 @@ impl Answer {
     pub(crate) fn reply(&self, value: serde_json::Value) -> Result<(), serde_json::Value> {
         let mut state = self.state();
         match *state {
-            State::Sent => Err(value),
+            State::Sent | State::GivenBack => Err(value),
             _ => {
                 *state = State::Replied(value);
                 Ok(())
+            }
+        }
+    }
+
+    /// A run cut short (shutdown) that nobody else can run: its event is given
+    /// back to the platform if the answer has not gone out yet, and then the
+    /// answer is [`Verdict::Failed`] whenever it goes (also at `ack_timeout`).
+    /// Returns `false` when the answer had already gone out.
+    pub(crate) fn give_back(&self) -> bool {
+        let mut state = self.state();
+        match *state {
+            State::Sent => false,
+            _ => {
+                *state = State::GivenBack;
+                true
             }
         }
     }
@@ -94,6 +113,7 @@ impl Answer {
         let replied = std::mem::replace(&mut *state, State::Sent);
         match replied {
             State::Replied(value) => Verdict::Reply(value),
+            State::GivenBack => Verdict::Failed,
             _ if self.inner.admitted.get().is_some() => Verdict::Working,
             _ => Verdict::AtCapacity,
         }

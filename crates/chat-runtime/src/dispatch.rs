@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::answer::Answer;
-use crate::holder::Holder;
+use crate::holder::{Holder, SyncEnd};
 use crate::options::{Dispatch, LockScope, ScopeChoice};
 use crate::outcome::{Outcome, OutcomeRecord};
 use crate::retry::repeat;
@@ -514,15 +514,17 @@ fn debouncing(concurrency: Concurrency, event: &Event, replaced: bool) {
 }
 
 /// Sync dispatch: a failed handler's dedupe mark is removed and the platform is
-/// answered so it retries; so is a run cancelled before the answer (shutdown, a
-/// lost lease) whose batch was dropped here (`None`).
-async fn sync_verdict(shared: &Shared, event: &Event, outcome: Option<Outcome>) -> Verdict {
-    match outcome {
-        Some(Outcome::Failed) | None => {
+/// answered so it retries; so is a run cut short that was given back to the
+/// platform. A run cut short and left in the backend's care runs again
+/// elsewhere: the delivery is answered as one still running.
+async fn sync_verdict(shared: &Shared, event: &Event, end: SyncEnd) -> Verdict {
+    match end {
+        SyncEnd::Ran(Outcome::Failed) | SyncEnd::GivenBack => {
             unmark(shared, event).await;
             Verdict::Failed
         }
-        Some(_) => Verdict::Accepted,
+        SyncEnd::Continues => Verdict::Working,
+        SyncEnd::Ran(_) => Verdict::Accepted,
     }
 }
 

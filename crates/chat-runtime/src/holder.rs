@@ -100,14 +100,6 @@ impl Holder {
         });
     }
 
-    /// Goes on holding on a task of its own (the sync path, after answering).
-    fn detach(&self, held: Held, works: Vec<Work>, records: Records) {
-        let this = self.clone();
-        self.shared
-            .tracker()
-            .spawn(async move { this.hold(held, works, records).await });
-    }
-
     /// The holder loop.
     pub(crate) async fn hold(&self, mut held: Held, mut works: Vec<Work>, mut records: Records) {
         loop {
@@ -328,18 +320,28 @@ impl Holder {
         )]
     }
 
-    /// Sync dispatch: runs the work inside the request and finishes before the
-    /// answer, so the scope is free (or handed on) by the time the platform hears
-    /// back. Whatever `finish` hands over runs detached. A run cancelled before
-    /// the answer (shutdown, a lost lease) is given back to the platform when its
-    /// batch can still be dropped here: `None` then, and the caller unmarks the
-    /// event and answers so the platform retries.
+    /// Sync dispatch (and inline interactions): runs the work inside the
+    /// request and finishes before the answer, so the scope is free (or handed
+    /// on) by the time the platform hears back. Whatever `finish` hands over
+    /// runs detached, within `max_detached`.
+    ///
+    /// A run cut short (its lease lost, or shutdown) is never dropped while it
+    /// may have been acknowledged: the platform may have been answered already
+    /// (`ack_timeout` passed: a slash command heard "the answer will follow",
+    /// an event's retry was a duplicate), and some kinds are never retried.
+    /// It stays in the backend's care — in flight, or handed back — and runs
+    /// again under the scope's next holder (`ctx.attempt()` > 1), as under
+    /// deferred dispatch. Only a run that nobody else can run (a backend
+    /// private to this process, shutting down) is given back to the platform,
+    /// while its answer can still say so.
     pub(crate) async fn run_sync(
         &self,
         lease: Lease,
         confirmed_at: Instant,
         work: Work,
-    ) -> Option<Outcome> {
+    ) -> SyncEnd {
+        let answer = work.reply.clone();
+        let event = Arc::clone(&work.event);
         let mut held = self.take(lease, confirmed_at);
         match run(&self.shared, &self.adapter, work, Some(&held)).await {
             End::Done(record) => {
@@ -347,22 +349,88 @@ impl Holder {
                 let mut records = Records::default();
                 records.push(record);
                 match self.acknowledge(&mut held, records).await {
-                    Next::Batch(works, next) => self.detach(held, works, next),
-                    Next::Wait(_) => self.detach(held, Vec::new(), Records::default()),
+                    Next::Batch(works, next) => self.detach_bounded(held, works, next).await,
+                    Next::Wait(_) => {
+                        self.detach_bounded(held, Vec::new(), Records::default())
+                            .await;
+                    }
                     Next::Done => self.let_go(held).await,
                 }
-                Some(outcome)
+                SyncEnd::Ran(outcome)
             }
-            End::Lost | End::HandBack => {
+            End::Lost => {
+                // The lease lapsed: the batch is in flight for the next holder
+                // (here or elsewhere), which runs it again.
+                self.let_go(held).await;
+                SyncEnd::Continues
+            }
+            End::HandBack if self.shared.state().shared() => {
+                self.release(&held.lease, Release::HandBack).await;
+                self.let_go(held).await;
+                SyncEnd::Continues
+            }
+            End::HandBack => {
+                // Shutting down with a backend nobody else reads: the platform
+                // is the only one left to carry the event.
                 let dropped = self.release(&held.lease, Release::Done).await;
                 self.let_go(held).await;
-                if dropped {
-                    None
+                if !dropped {
+                    // Adopted already (by this process's sweep): it runs there.
+                    return SyncEnd::Continues;
+                }
+                if answer
+                    .as_ref()
+                    .is_some_and(crate::answer::Answer::give_back)
+                {
+                    self.shared
+                        .recorder()
+                        .event(&event, Outcome::Rejected, "shutdown");
+                    SyncEnd::GivenBack
                 } else {
-                    // Adopted by another holder already: it runs there.
-                    Some(Outcome::Cancelled)
+                    self.shared
+                        .recorder()
+                        .event(&event, Outcome::Cancelled, "shutdown");
+                    SyncEnd::Ran(Outcome::Cancelled)
                 }
             }
         }
     }
+
+    /// Goes on holding detached after a sync run, with a place of
+    /// `max_detached` for its tenant; without one, the handed-over batch is
+    /// handed back in flight, for a sweep with room (here or on another
+    /// replica) to run.
+    async fn detach_bounded(&self, held: Held, works: Vec<Work>, records: Records) {
+        match self
+            .shared
+            .admission()
+            .try_admit(&held.lease.scope().tenant)
+        {
+            Some(permit) => {
+                let this = self.clone();
+                self.shared.tracker().spawn(async move {
+                    this.hold(held, works, records).await;
+                    drop(permit);
+                });
+            }
+            None => {
+                tracing::info!(name: "handoff-deferred", scope = %held.lease.scope(), "max_detached reached: the handed-over work waits for a sweep with room");
+                records.discard();
+                self.release(&held.lease, Release::HandBack).await;
+                self.let_go(held).await;
+            }
+        }
+    }
+}
+
+/// How a run inside its request ended, for the delivery's answer.
+pub(crate) enum SyncEnd {
+    /// It ran to this outcome (recorded once its batch was acknowledged).
+    Ran(Outcome),
+    /// Cut short and left in the backend's care: it runs again under the
+    /// scope's next holder.
+    Continues,
+    /// Cut short by shutdown with nobody else to run it: its batch was dropped
+    /// and the answer says retry; the caller removes the dedupe mark.
+    GivenBack,
 }

@@ -45,8 +45,7 @@ impl Holder {
     ) {
         let this = self.clone();
         self.shared.tracker().spawn(async move {
-            let until = work.deadline.unwrap_or_else(Instant::now);
-            match this.wait_for_slot(&scope, &token, until).await {
+            match this.wait_for_slot(&scope, &token, work.deadline).await {
                 SlotWait::Granted(lease, at) => {
                     let held = this.take(lease, at);
                     this.hold(held, vec![work], Records::default()).await;
@@ -70,12 +69,13 @@ impl Holder {
         });
     }
 
-    /// Polls for a slot until `until`, woken early when a local slot frees.
+    /// Polls for a slot until `until` (`None`: a run without a budget, until
+    /// shutdown), woken early when a local slot frees.
     pub(crate) async fn wait_for_slot(
         &self,
         scope: &ScopeKey,
         token: &LeaseToken,
-        until: Instant,
+        until: Option<Instant>,
     ) -> SlotWait {
         let Concurrency::Concurrent(opts) = self.concurrency else {
             return SlotWait::TimedOut;
@@ -97,10 +97,10 @@ impl Holder {
                 Err(e) => tracing::warn!(error = %e, "acquire_slot failed"),
             }
             let now = Instant::now();
-            if now >= until || self.shared.signals().draining().is_cancelled() {
+            if until.is_some_and(|u| now >= u) || self.shared.signals().draining().is_cancelled() {
                 return SlotWait::TimedOut;
             }
-            let wake = (now + backoff).min(until);
+            let wake = until.map_or(now + backoff, |u| (now + backoff).min(u));
             tokio::select! {
                 () = freed => {}
                 () = tokio::time::sleep_until(wake) => {}
@@ -118,7 +118,7 @@ impl Holder {
         token: &LeaseToken,
         until: Instant,
     ) -> SlotWait {
-        let r = self.wait_for_slot(scope, token, until).await;
+        let r = self.wait_for_slot(scope, token, Some(until)).await;
         if let SlotWait::TimedOut = r {
             let reservation = self.reservation(scope, token);
             if !self.release(&reservation, Release::Done).await {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use chat_core::{Recovered, Release};
+use chat_core::{Concurrency, Recovered, Release};
 use tokio::time::Instant;
 
 use crate::holder::Holder;
@@ -72,15 +72,26 @@ async fn sweep_once(shared: &Arc<Shared>) {
             give_back(shared, r).await;
             continue;
         };
-        let holder = Holder::new(shared, &adapter, shared.options().concurrency);
         tracing::info!(name: "scope-recovered", scope = %scope);
         match r {
-            Recovered::Scope(lease) => holder.spawn_holder(lease, sent, None, Some(permit)),
-            Recovered::Slot { token, batch, .. } => {
+            Recovered::Scope(lease) => {
+                let holder = Holder::new(shared, &adapter, shared.options().concurrency);
+                holder.spawn_holder(lease, sent, None, Some(permit));
+            }
+            Recovered::Slot {
+                token,
+                batch,
+                concurrency,
+                ..
+            } => {
+                // The run takes its slot under the concurrency it was admitted
+                // with (an unlocked kind's is unbounded), not the bot's strategy,
+                // and with the budget the exclusive path gives a handed-over
+                // entry: what is left of `detach_timeout`, none when it is zero.
+                let holder = Holder::new(shared, &adapter, Concurrency::Concurrent(concurrency));
                 let mut records = Records::default();
                 match holder.plan(batch, &mut records).pop() {
-                    Some(mut work) => {
-                        work.deadline = Some(Instant::now() + shared.options().detach_timeout);
+                    Some(work) => {
                         records.commit(shared.recorder());
                         holder.spawn_slot_waiter(scope, token, work, Some(permit));
                     }

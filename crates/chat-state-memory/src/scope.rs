@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chat_core::{
-    AdmitRequest, Batch, Concurrency, Decision, DropReason, EntryView, Event, Fate, ForceRelease,
-    Handoff, HolderView, Lease, LeaseKind, LeaseToken, OnFull, Recovered, Release, Renewal, Report,
-    ScopeKey, ScopeView, SlotGrant, Waiting,
+    AdmitRequest, Batch, Concurrency, ConcurrentOptions, Decision, DropReason, EntryView, Event,
+    Fate, ForceRelease, Handoff, HolderView, Lease, LeaseKind, LeaseToken, OnFull, Recovered,
+    Release, Renewal, Report, ScopeKey, ScopeView, SlotGrant, Waiting,
 };
 use tokio::time::Instant;
 
@@ -129,6 +129,8 @@ struct Slot {
 #[derive(Debug)]
 struct SlotRun {
     entry: Entry,
+    /// The concurrency it was admitted with, for its recovery.
+    concurrency: ConcurrentOptions,
     attempt: u32,
     lapses: u32,
     handed_back: bool,
@@ -403,6 +405,7 @@ impl ScopeState {
                 id.clone(),
                 SlotRun {
                     entry,
+                    concurrency: opts,
                     attempt: 1,
                     lapses: 0,
                     handed_back: false,
@@ -840,11 +843,13 @@ impl ScopeState {
             let batch = Batch::new(0, vec![run.entry.waiting(now)], Vec::new())
                 .attempts(run.attempt, run.lapses);
             self.slot_waiters.insert(token.clone(), now + ttl);
+            let concurrency = run.concurrency;
             self.slot_runs.insert(token.clone(), run);
             out.push(Recovered::Slot {
                 scope: scope.clone(),
                 token,
                 batch,
+                concurrency,
             });
         }
         out

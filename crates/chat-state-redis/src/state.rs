@@ -7,10 +7,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
-    Admission, AdmitRequest, CancelOutcome, CancelRequest, Concurrency, Decision, DedupeKey,
-    DropReason, ForceRelease, Gate, Handoff, KvStore, Lease, LeaseKind, LeaseToken, OnFull,
-    Platform, Recovered, Release, Renewal, ScopeFilter, ScopeKey, ScopeView, SetMode, SlotGrant,
-    StateBackend, StateError, TenantId, ThreadRef,
+    Admission, AdmitRequest, CancelOutcome, CancelRequest, Concurrency, ConcurrentOptions,
+    Decision, DedupeKey, DropReason, ForceRelease, Gate, Handoff, KvStore, Lease, LeaseKind,
+    LeaseToken, OnFull, Platform, Recovered, Release, Renewal, ScopeFilter, ScopeKey, ScopeView,
+    SetMode, SlotGrant, StateBackend, StateError, TenantId, ThreadRef,
 };
 use futures_util::future::join_all;
 use redis::aio::ConnectionLike;
@@ -433,15 +433,30 @@ impl RedisState {
             "slot" => {
                 let attempt = u32::try_from(r.int()?).map_err(|_| bad_reply("bad attempt"))?;
                 let lapses = u32::try_from(r.int()?).map_err(|_| bad_reply("bad lapses"))?;
+                let concurrency = slot_bound(&r.text()?)?;
                 let batch = r.slot_entry(&scope)?.attempts(attempt, lapses);
                 Recovered::Slot {
                     scope,
                     token,
                     batch,
+                    concurrency,
                 }
             }
             _ => return Err(bad_reply("unknown claim verdict")),
         }))
+    }
+}
+
+/// The bound a slot run was admitted with, as its record keeps it: `0` for
+/// none; empty for a record written before bounds were kept, recovered as
+/// unbounded.
+fn slot_bound(max: &str) -> Result<ConcurrentOptions, StateError> {
+    match max {
+        "" | "0" => Ok(ConcurrentOptions::default()),
+        n => n
+            .parse()
+            .map(|n| ConcurrentOptions::default().max(n))
+            .map_err(|_| bad_reply("bad slot bound")),
     }
 }
 

@@ -2,7 +2,7 @@
 
 use chat_core::{
     Action, AgentSession, AgentSessionAction, Author, DedupeKey, Event, EventId, EventKind,
-    Message, Reaction, SlashCommand, ThreadRef,
+    Message, Modal, Reaction, SlashCommand, ThreadRef,
 };
 
 /// Builds an [`Event`] on a thread. Defaults: id `ev`, dedupe key = id, a new
@@ -117,6 +117,16 @@ impl EventBuilder {
     #[must_use]
     pub fn slash_command(mut self, command: &str, text: &str) -> Self {
         self.event.kind = EventKind::SlashCommand(SlashCommand::new(command, text, user("U1")));
+        self
+    }
+
+    /// A modal submission of the view `callback_id`, carrying `metadata`
+    /// (Slack `private_metadata`).
+    #[must_use]
+    pub fn modal_submit(mut self, callback_id: &str, metadata: &str) -> Self {
+        let view = format!("V{}", self.event.id);
+        let modal = Modal::new(callback_id, view, user("U1")).with_metadata(metadata);
+        self.event.kind = EventKind::ModalSubmit(modal);
         self
     }
 

@@ -343,7 +343,7 @@ pub fn handler(
     move |ctx: Ctx, event: Event| {
         let log = log.clone();
         Box::pin(async move {
-            let text = event.text().unwrap_or_default().to_owned();
+            let text = script_of(&event);
             let index = {
                 let mut runs = log.runs.lock().unwrap();
                 runs.push(Run {
@@ -422,6 +422,53 @@ pub fn handler(
     }
 }
 
+/// The action id the scenario bot's action handler is registered for.
+pub const ACTION: &str = "go";
+
+/// What an event tells the scenario handler to do: a message's, a slash
+/// command's or an agent prompt's text; a click's value; a reaction's emoji; a
+/// modal submission's metadata.
+pub fn script_of(event: &Event) -> String {
+    use chat_core::EventKind;
+    match &event.kind {
+        EventKind::Action(a) => a.value.clone(),
+        EventKind::Reaction(r) => Some(r.emoji.clone()),
+        EventKind::ModalSubmit(m) | EventKind::ModalClose(m) => m.metadata.clone(),
+        _ => event.text().map(str::to_owned),
+    }
+    .unwrap_or_default()
+}
+
+/// The kinds that run without the strategy's lock, each as a scripted event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unlocked {
+    Reaction,
+    Action,
+    SlashCommand,
+    ModalSubmit,
+}
+
+impl Unlocked {
+    pub const ALL: [Self; 4] = [
+        Self::Reaction,
+        Self::Action,
+        Self::SlashCommand,
+        Self::ModalSubmit,
+    ];
+
+    /// An event of this kind in `thread`, scripted with `script`.
+    pub fn event(self, s: &Scenario, thread: &str, id: &str, script: &str) -> Event {
+        let b = chat_testkit::EventBuilder::new(s.adapter.thread("T1", "C1", thread)).id(id);
+        match self {
+            Self::Reaction => b.reaction(script, thread),
+            Self::Action => b.action(ACTION, Some(script)),
+            Self::SlashCommand => b.slash_command("/go", script),
+            Self::ModalSubmit => b.modal_submit("form", script),
+        }
+        .build()
+    }
+}
+
 impl Scenario {
     /// A scenario on a fresh memory backend, under the paused clock.
     pub fn new(options: RuntimeOptions) -> Self {
@@ -462,6 +509,10 @@ impl Scenario {
             .observer(move |r: &OutcomeRecord| outcomes.lock().unwrap().push(r.clone()))
             .on_new_mention(handler(log.clone(), clock))
             .on_subscribed_message(handler(log.clone(), clock))
+            .on_reaction(handler(log.clone(), clock))
+            .on_action(ACTION, handler(log.clone(), clock))
+            .on_any_slash_command(handler(log.clone(), clock))
+            .on_modal_submit(None, handler(log.clone(), clock))
             .build()
             .expect("valid options");
         Self {

@@ -45,7 +45,7 @@ end
 purge_slots(KEYS[3], KEYS[4], KEYS[5], now)
 local ttl = tonumber(ARGV[4])
 local max = tonumber(ARGV[5])
-redis.call('HSET', KEYS[6], ARGV[3], '1|0|0|0|' .. int(now) .. '||' .. ARGV[8])
+redis.call('HSET', KEYS[6], ARGV[3], '1|0|0|0|m' .. ARGV[5] .. '|' .. int(now) .. '||' .. ARGV[8])
 if max == 0 or redis.call('ZCARD', KEYS[3]) < max then
   mark(KEYS[1], ARGV[2], ARGV[3], 'slot')
   local fence = grant_slot(KEYS[3], KEYS[6], KEYS[7], ARGV[3], ttl, now, us)

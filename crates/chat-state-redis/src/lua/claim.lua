@@ -21,7 +21,7 @@
 --
 -- Atomic: the orphan check and the grant. A repeat with the same token returns
 -- what it gave. Scopes are rescored (or leave the indexes) as they are found.
--- Reply: {'scope', fence} | {'slot', attempt, lapses, entry} | false
+-- Reply: {'scope', fence} | {'slot', attempt, lapses, max ('' unknown), entry} | false
 
 local now, us = clock()
 local tok, ttl, member = ARGV[2], tonumber(ARGV[3]), ARGV[1]
@@ -32,8 +32,8 @@ if l[1] == tok and l[3] == '0' then
 end
 local again = redis.call('HGET', KEYS[12], tok)
 if again and redis.call('ZSCORE', KEYS[11], tok) then
-  local a, lapses, entry = string.match(again, '^([^|]*)|([^|]*)|[^|]*|[^|]*|(.*)$')
-  return {'slot', a, lapses, entry}
+  local a, lapses, _, _, max, entry = split_slot_run(again)
+  return {'slot', a, lapses, max, entry}
 end
 
 local work = has_work(KEYS[5], KEYS[6], KEYS[7], KEYS[4], KEYS[8])
@@ -48,17 +48,17 @@ purge_slots(KEYS[9], KEYS[10], KEYS[11], now)
 for _, old in ipairs(redis.call('HKEYS', KEYS[12])) do
   if not redis.call('ZSCORE', KEYS[9], old) and not redis.call('ZSCORE', KEYS[11], old) then
     local v = redis.call('HGET', KEYS[12], old)
-    local a, lapses, h, entry = string.match(v, '^([^|]*)|([^|]*)|([^|]*)|[^|]*|(.*)$')
+    local a, lapses, h, _, max, entry = split_slot_run(v)
     a = tonumber(a) + 1
     lapses = tonumber(lapses)
     if h ~= '1' then
       lapses = lapses + 1
     end
     redis.call('HDEL', KEYS[12], old)
-    redis.call('HSET', KEYS[12], tok, int(a) .. '|' .. int(lapses) .. '|0|0|' .. entry)
+    redis.call('HSET', KEYS[12], tok, int(a) .. '|' .. int(lapses) .. '|0|0|m' .. max .. '|' .. entry)
     redis.call('ZADD', KEYS[11], now + ttl, tok)
     reindex_slots(KEYS[13], member, KEYS[9], KEYS[11], KEYS[12], now)
-    return {'slot', int(a), int(lapses), entry}
+    return {'slot', int(a), int(lapses), max, entry}
   end
 end
 reindex_slots(KEYS[13], member, KEYS[9], KEYS[11], KEYS[12], now)

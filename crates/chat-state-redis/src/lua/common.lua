@@ -285,8 +285,21 @@ end
 
 -- Slots. `slots` and `slot_waiters` are sorted sets token -> expiry ms (running,
 -- and waiting for a slot); `slot_runs` holds each token's event as
--- "<attempt>|<lapses>|<handed back 0/1>|<fence or 0>|<entry>" until its run is
--- acknowledged; `slot_cancels` counts stop requests per running token.
+-- "<attempt>|<lapses>|<handed back 0/1>|<fence or 0>|m<max>|<entry>" until its
+-- run is acknowledged (<max>: the bound it was admitted with, 0 unbounded, so
+-- that its recovery takes a slot under the same bound); `slot_cancels` counts
+-- stop requests per running token.
+
+-- A slot run record's parts: attempt, lapses, handed back, fence, max, entry.
+-- A record written before the bound was kept has no "m<max>|": max ''.
+local function split_slot_run(v)
+  local a, l, h, f, rest = string.match(v, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+  local max, entry = string.match(rest, '^m(%d*)|(.*)$')
+  if not max then
+    return a, l, h, f, '', rest
+  end
+  return a, l, h, f, max, entry
+end
 
 -- Drops lapsed slots and reservations (their runs stay, for recovery).
 local function purge_slots(slots, cancels, waiters, now)

@@ -45,7 +45,8 @@ for i = 1, #live, 2 do
 end
 local runs = {}
 for _, v in ipairs(redis.call('HVALS', KEYS[7])) do
-  runs[#runs + 1] = string.match(v, '^[^|]*|[^|]*|[^|]*|[^|]*|([^\n]*)')
+  local _, _, _, _, _, entry = split_slot_run(v)
+  runs[#runs + 1] = string.match(entry, '^[^\n]*')
 end
 return {
   now, lease,

@@ -111,6 +111,7 @@ macro_rules! __conformance_cases {
             concurrent_released_slot_goes_to_a_waiter,
             concurrent_slot_expires_and_its_run_is_recovered,
             concurrent_handed_back_run_is_recovered_at_once,
+            concurrent_recovered_run_keeps_the_concurrency_it_was_admitted_with,
             concurrent_slots_are_per_scope,
             cancel_request_reaches_the_holder_at_renewal,
             cancel_request_is_deduplicated_and_needs_a_holder,

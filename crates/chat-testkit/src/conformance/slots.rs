@@ -98,6 +98,7 @@ pub async fn concurrent_slot_expires_and_its_run_is_recovered(h: Harness) {
             scope,
             token,
             batch,
+            ..
         } if scope == h.scope(&t) => Some((scope, token, batch)),
         _ => None,
     }) else {
@@ -137,6 +138,31 @@ pub async fn concurrent_handed_back_run_is_recovered_at_once(h: Harness) {
         })
         .unwrap_or_else(|| panic!("the handed-back run was not recovered"));
     assert_eq!((batch.attempt, batch.lapses), (2, 0));
+}
+
+/// A recovered slot run comes back with the concurrency it was admitted
+/// with — whatever strategy the process that recovers it runs — so it takes
+/// its slot under the same bound: a bounded run's bound, and none for a run
+/// admitted unbounded (an unlocked kind: a click, a reaction, a command).
+pub async fn concurrent_recovered_run_keeps_the_concurrency_it_was_admitted_with(h: Harness) {
+    let (t1, t2) = (h.thread("1"), h.thread("2"));
+    let a = expect_run(&h.admit(&t1, "a", bounded(3)).await);
+    let b = expect_run(&h.admit(&t2, "b", Concurrency::concurrent()).await);
+    // One run lapses, the other is handed back: both are recovered.
+    assert!(h.release(&b, Release::HandBack).await);
+    h.advance(h.lease_ttl() + h.t(1)).await;
+    assert!(matches!(h.renew(&a).await, Renewal::Lost));
+    let recovered = ok("sweep", h.backend().sweep(h.lease_ttl(), 1000).await);
+    let bound_of = |id: &str| {
+        recovered.iter().find_map(|r| match r {
+            Recovered::Slot {
+                batch, concurrency, ..
+            } if crate::harness::ids(&batch.entries) == [id] => Some(concurrency.max),
+            _ => None,
+        })
+    };
+    assert_eq!(bound_of("a"), Some(Some(3)), "{recovered:?}");
+    assert_eq!(bound_of("b"), Some(None), "{recovered:?}");
 }
 
 /// Slots are per scope.
