@@ -18,8 +18,10 @@ use clap::{Parser, ValueEnum};
 /// one by one into `echo: <words…>`; `history:` answers `history: N`, the
 /// number of earlier messages in the thread; `file: <text>` uploads `echo.txt`
 /// holding the text. `/echo-form` opens a modal whose submission posts
-/// `form: <value>` to the command's channel. An adapter whose secret is not
-/// set is not mounted.
+/// `form: <value>` to the command's channel; a reaction added to a message is
+/// answered `reaction: <emoji>` in its thread. ECHO_DELAY_MS delays every
+/// handler (turns, slash commands, clicks, reactions, modal submissions). An
+/// adapter whose secret is not set is not mounted.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "echo-bot", version)]
 pub struct Args {
@@ -209,7 +211,9 @@ pub struct Args {
     /// alone, as the benchmarks do.
     #[arg(long, env = "ECHO_NOOP", default_value_t = false)]
     pub echo_noop: bool,
-    /// Simulated work before each echo (ms).
+    /// Simulated work at the start of every handler, cut short by its
+    /// cancellation (ms): turns, slash commands, clicks, reactions and modal
+    /// submissions alike.
     #[arg(long, env = "ECHO_DELAY_MS", default_value_t = 0)]
     pub echo_delay_ms: u64,
     /// Pause between the chunks of a `stream:` answer (ms).

@@ -102,11 +102,8 @@ impl Echo {
         if !matches!(event.kind, EventKind::AgentSession(_)) {
             ctx.subscribe().await?;
         }
-        if !self.delay.is_zero() {
-            tokio::select! {
-                () = tokio::time::sleep(self.delay) => {}
-                () = ctx.cancelled() => return Ok(()),
-            }
+        if !self.work(&ctx).await {
+            return Ok(());
         }
         let thread = ctx.thread();
         match command(event.text().unwrap_or_default()) {
@@ -151,6 +148,99 @@ impl Echo {
     }
 }
 
+impl Echo {
+    /// The simulated work every handler does first: `delay`, cut short by
+    /// the run's cancellation. Returns whether the handler goes on.
+    async fn work(self, ctx: &Ctx) -> bool {
+        if self.delay.is_zero() {
+            return true;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(self.delay) => true,
+            () = ctx.cancelled() => false,
+        }
+    }
+
+    /// A click on a card's `echo-again` button: `again: <title>` in its
+    /// thread.
+    pub async fn again(self, ctx: Ctx, event: Event) -> Result<(), BoxError> {
+        if !self.work(&ctx).await {
+            return Ok(());
+        }
+        let title = match &event.kind {
+            EventKind::Action(a) => a.value.clone().unwrap_or_default(),
+            _ => String::new(),
+        };
+        ctx.thread().post(format!("again: {title}")).await?;
+        Ok(())
+    }
+
+    /// A reaction added to a message: `reaction: <emoji>` in the message's
+    /// thread. A removed reaction is not answered.
+    pub async fn reaction(self, ctx: Ctx, event: Event) -> Result<(), BoxError> {
+        let EventKind::Reaction(r) = &event.kind else {
+            return Ok(());
+        };
+        if !r.added || !self.work(&ctx).await {
+            return Ok(());
+        }
+        ctx.thread().post(format!("reaction: {}", r.emoji)).await?;
+        Ok(())
+    }
+
+    /// `/echo-form`: a modal with one text input, carrying the command's
+    /// channel to its submission.
+    pub async fn form_command(self, ctx: Ctx, event: Event) -> Result<(), BoxError> {
+        if !self.work(&ctx).await {
+            return Ok(());
+        }
+        let trigger = ctx
+            .trigger_id()
+            .ok_or("a slash command without a trigger_id")?
+            .to_owned();
+        let view = View::new(FORM_CALLBACK, "Echo form")
+            .submit("Echo")
+            .metadata(event.thread.channel.clone())
+            .input(Input::text("form", "value", "What should I echo?"));
+        ctx.thread().open_modal(&trigger, &view).await?;
+        Ok(())
+    }
+
+    /// The form's submission: `form: <value>` in the channel the command came
+    /// from; an empty value keeps the form open with an error.
+    pub async fn form_submit(self, ctx: Ctx, event: Event) -> Result<(), BoxError> {
+        let EventKind::ModalSubmit(modal) = &event.kind else {
+            return Ok(());
+        };
+        if !self.work(&ctx).await {
+            return Ok(());
+        }
+        let value = modal.value("form", "value").unwrap_or_default().trim();
+        if value.is_empty() {
+            ctx.answer_modal(&ModalAnswer::errors([("form", "Write something to echo")]))?;
+            return Ok(());
+        }
+        let channel = modal
+            .metadata
+            .as_deref()
+            .ok_or("a form without its channel")?;
+        ctx.channel(channel).post(format!("form: {value}")).await?;
+        Ok(())
+    }
+
+    /// Any slash command, whatever its name: `echo: <text>`, ephemeral — in
+    /// the HTTP response, or through the command's `response_url` when the
+    /// answer cannot go inline.
+    pub async fn command(self, ctx: Ctx, event: Event) -> Result<(), BoxError> {
+        if !self.work(&ctx).await {
+            return Ok(());
+        }
+        let text = format!("echo: {}", event.text().unwrap_or_default());
+        ctx.reply(serde_json::json!({ "response_type": "ephemeral", "text": text }));
+        Ok(())
+    }
+}
+
 /// The author's display name from the platform (`user()`), else the name
 /// the event carried, else the id.
 async fn author_name(ctx: &Ctx, event: &Event) -> String {
@@ -175,60 +265,7 @@ async fn earlier_messages(ctx: &Ctx, event: &Event) -> Result<usize, BoxError> {
     )
 }
 
-/// A click on a card's `echo-again` button: `again: <title>` in its thread.
-pub async fn on_again(ctx: Ctx, event: Event) -> Result<(), BoxError> {
-    let title = match &event.kind {
-        EventKind::Action(a) => a.value.clone().unwrap_or_default(),
-        _ => String::new(),
-    };
-    ctx.thread().post(format!("again: {title}")).await?;
-    Ok(())
-}
-
 /// The slash command that opens echo-bot's form.
 pub const FORM_COMMAND: &str = "/echo-form";
 /// The form's `callback_id`.
 pub const FORM_CALLBACK: &str = "echo-form";
-
-/// `/echo-form`: a modal with one text input, carrying the command's channel
-/// to its submission.
-pub async fn on_form_command(ctx: Ctx, event: Event) -> Result<(), BoxError> {
-    let trigger = ctx
-        .trigger_id()
-        .ok_or("a slash command without a trigger_id")?
-        .to_owned();
-    let view = View::new(FORM_CALLBACK, "Echo form")
-        .submit("Echo")
-        .metadata(event.thread.channel.clone())
-        .input(Input::text("form", "value", "What should I echo?"));
-    ctx.thread().open_modal(&trigger, &view).await?;
-    Ok(())
-}
-
-/// The form's submission: `form: <value>` in the channel the command came
-/// from; an empty value keeps the form open with an error.
-pub async fn on_form_submit(ctx: Ctx, event: Event) -> Result<(), BoxError> {
-    let EventKind::ModalSubmit(modal) = &event.kind else {
-        return Ok(());
-    };
-    let value = modal.value("form", "value").unwrap_or_default().trim();
-    if value.is_empty() {
-        ctx.answer_modal(&ModalAnswer::errors([("form", "Write something to echo")]))?;
-        return Ok(());
-    }
-    let channel = modal
-        .metadata
-        .as_deref()
-        .ok_or("a form without its channel")?;
-    ctx.channel(channel).post(format!("form: {value}")).await?;
-    Ok(())
-}
-
-/// Any slash command, whatever its name: `echo: <text>`, ephemeral — in the
-/// HTTP response, or through the command's `response_url` when the answer
-/// cannot go inline.
-pub async fn on_command(ctx: Ctx, event: Event) -> Result<(), BoxError> {
-    let text = format!("echo: {}", event.text().unwrap_or_default());
-    ctx.reply(serde_json::json!({ "response_type": "ephemeral", "text": text }));
-    Ok(())
-}

@@ -1006,3 +1006,94 @@ async fn metrics_after_a_scripted_conversation_match_its_outcomes() {
     assert_eq!(get("chat_leases_held", &[]), Some(0.0));
     stop(bot).await;
 }
+
+/// A reaction added to a message is answered `reaction: <emoji>` in that
+/// message's thread.
+#[tokio::test]
+async fn a_reaction_is_answered_in_its_messages_thread() {
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("reaction")
+        .slack(fake.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    let reaction = slack::deliveries().reaction_added("EvReact", "tada", ROOT_TS);
+    assert_eq!(
+        bot.deliver(&Delivery::from(reaction)).await.unwrap().status,
+        200
+    );
+    let posts = fake.wait_for_calls("chat.postMessage", 1, PATIENCE).await;
+    assert_eq!(posts.len(), 1, "{}", bot.log_tail(20));
+    assert_eq!(posts[0].body["text"], "reaction: tada");
+    assert_eq!(posts[0].body["thread_ts"], ROOT_TS);
+    assert_eq!(posts[0].body["channel"], slack::CHANNEL);
+    stop(bot).await;
+}
+
+/// `ECHO_DELAY_MS` delays every kind of handler, not only conversation
+/// turns: a slash command outlasts the acknowledgement deadline (answered
+/// "working on it", its echo sent later to its `response_url`), and a
+/// click's, a reaction's and a form submission's answers come no sooner than
+/// the delay after their delivery.
+#[tokio::test]
+async fn echo_delay_ms_delays_every_kind_of_handler() {
+    const DELAY: Duration = Duration::from_millis(1500);
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("delay-every-kind")
+        .slack(fake.base_url())
+        .env("ECHO_DELAY_MS", "1500")
+        .env("CHAT_ACK_TIMEOUT_MS", "500")
+        .spawn()
+        .await
+        .unwrap();
+    let hooks = fake.response_url("commands/delay");
+    let form = slack::deliveries().slash_command_form("/echo", "later", "1.1.delay", &hooks);
+    let answer = bot.deliver(&Delivery::slack_command(&form)).await.unwrap();
+    assert_eq!(answer.status, 200);
+    assert!(
+        answer.body.contains("the answer will follow"),
+        "{}",
+        answer.body
+    );
+    let later = fake.wait_for_calls("response_url", 1, PATIENCE).await;
+    assert_eq!(later.len(), 1, "{}", bot.log_tail(20));
+    assert_eq!(later[0].body["text"], "echo: later");
+
+    let mut values = json!({});
+    values["form"]["value"] = json!({ "type": "plain_text_input", "value": "late form" });
+    let deliveries: [(&str, Delivery); 3] = [
+        (
+            "again: title",
+            Delivery::from(slack::deliveries().block_actions(
+                "echo-again",
+                "title",
+                REPLY_TS,
+                Some(ROOT_TS),
+            )),
+        ),
+        (
+            "reaction: eyes",
+            Delivery::from(slack::deliveries().reaction_added("EvDelay", "eyes", ROOT_TS)),
+        ),
+        (
+            "form: late form",
+            Delivery::from(slack::deliveries().view_submission_with_metadata(
+                "echo-form",
+                "V0DELAY",
+                &values,
+                slack::CHANNEL,
+            )),
+        ),
+    ];
+    for (n, (text, delivery)) in deliveries.iter().enumerate() {
+        let sent = tokio::time::Instant::now();
+        assert_eq!(bot.deliver(delivery).await.unwrap().status, 200, "{text}");
+        let posts = fake
+            .wait_for_calls("chat.postMessage", n + 1, PATIENCE)
+            .await;
+        assert_eq!(posts.len(), n + 1, "{text}: {}", bot.log_tail(20));
+        assert_eq!(posts[n].body["text"], *text);
+        assert!(sent.elapsed() >= DELAY, "{text} answered before the delay");
+    }
+    stop(bot).await;
+}

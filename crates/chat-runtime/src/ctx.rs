@@ -105,20 +105,29 @@ impl Ctx {
             i.user_ttl,
         )
         .answering(recipient_of(&i.event))
-        .for_run(Replies {
+        .for_run(self.replies())
+    }
+
+    /// The run's replies: every post through a handle of this run carries its
+    /// position among them, so a repeated run finds what it posted.
+    fn replies(&self) -> Replies {
+        let i = &self.inner;
+        Replies {
             event_id: i.event.id.clone(),
             attempt: i.attempt,
             posts: Arc::clone(&i.posts),
             cancel: i.cancel.clone(),
             lease: i.lease.clone(),
-        })
+        }
     }
 
     /// A channel of the event's workspace to post into (as a new message,
     /// not in a thread): for answers that belong elsewhere than the event's
     /// thread, such as a modal submission's result in the channel its
     /// command came from. Posts are bounded by the run's deadline like the
-    /// thread's.
+    /// thread's, and are replies of the run like the thread's: a run repeated
+    /// after a crash finds what an earlier attempt posted there instead of
+    /// posting it again (where the adapter can look it up).
     pub fn channel(&self, channel: &str) -> Thread {
         let i = &self.inner;
         let thread = chat_core::ThreadRef::new(
@@ -135,6 +144,7 @@ impl Ctx {
             i.deadline,
             i.user_ttl,
         )
+        .for_run(self.replies())
     }
 
     /// The event's trigger for opening a modal (Slack `trigger_id`, from a

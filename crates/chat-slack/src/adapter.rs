@@ -640,9 +640,10 @@ impl PlatformAdapter for SlackAdapter {
     /// message metadata (`chat_rs_reply`: the event id and the reply's
     /// position). On a repeated run (attempt above 1) the adapter first reads
     /// the thread (`conversations.replies` with `include_all_metadata`, which
-    /// needs the history scopes) and returns the reply an earlier attempt
-    /// posted instead of posting it again; if the thread cannot be read, it
-    /// posts (at least once).
+    /// needs the history scopes; for a post into the channel itself, its
+    /// latest 1,000 messages with `conversations.history`) and returns the
+    /// reply an earlier attempt posted instead of posting it again; if it
+    /// cannot be read, it posts (at least once).
     async fn post(
         &self,
         thread: &ThreadRef,
@@ -652,13 +653,19 @@ impl PlatformAdapter for SlackAdapter {
         let content = render(message)?;
         let thread_ts = Some(thread.thread.as_str()).filter(|t| !t.is_empty());
         let client = self.client_for(&thread.tenant).await?;
-        if let (Some(key), Some(ts)) = (&message.reply_key, thread_ts)
-            && key.attempt > 1
-        {
-            match client.find_reply(&thread.channel, ts, key).await {
+        if let Some(key) = message.reply_key.as_ref().filter(|k| k.attempt > 1) {
+            let earlier = match thread_ts {
+                Some(ts) => client.find_reply(&thread.channel, ts, key).await,
+                None => client.find_channel_reply(&thread.channel, key).await,
+            };
+            match earlier {
                 Ok(Some(earlier)) => {
+                    let mut thread = thread.clone();
+                    if thread.thread.is_empty() {
+                        thread.thread.clone_from(&earlier.ts);
+                    }
                     return Ok(MessageRef {
-                        thread: thread.clone(),
+                        thread,
                         id: earlier.ts,
                     });
                 }

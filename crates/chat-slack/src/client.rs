@@ -567,19 +567,47 @@ impl SlackClient {
         thread_ts: &str,
         key: &ReplyKey,
     ) -> Result<Option<PostedMessage>, AdapterError> {
-        let mut cursor = String::new();
         // A thread of 10,000 messages is read in 50 pages at most.
-        for _ in 0..50 {
+        self.find_reply_in("conversations.replies", channel, Some(thread_ts), key, 50)
+            .await
+    }
+
+    /// The reply `key` names, if it was posted into the channel itself (not
+    /// in a thread) among its latest 1,000 messages: `conversations.history`
+    /// (`include_all_metadata`), matched as [`find_reply`](Self::find_reply)
+    /// does. A repeated run looks there soon after its first attempt, so the
+    /// reply is recent if it exists.
+    pub async fn find_channel_reply(
+        &self,
+        channel: &str,
+        key: &ReplyKey,
+    ) -> Result<Option<PostedMessage>, AdapterError> {
+        self.find_reply_in("conversations.history", channel, None, key, 5)
+            .await
+    }
+
+    async fn find_reply_in(
+        &self,
+        method: &str,
+        channel: &str,
+        thread_ts: Option<&str>,
+        key: &ReplyKey,
+        pages: usize,
+    ) -> Result<Option<PostedMessage>, AdapterError> {
+        let mut cursor = String::new();
+        for _ in 0..pages {
             let mut form = vec![
                 ("channel", channel),
-                ("ts", thread_ts),
                 ("include_all_metadata", "true"),
                 ("limit", "200"),
             ];
+            if let Some(ts) = thread_ts {
+                form.push(("ts", ts));
+            }
             if !cursor.is_empty() {
                 form.push(("cursor", cursor.as_str()));
             }
-            let answer = self.call_form("conversations.replies", &form).await?;
+            let answer = self.call_form(method, &form).await?;
             let found = answer
                 .get("messages")
                 .and_then(Value::as_array)

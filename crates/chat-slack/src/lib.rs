@@ -204,7 +204,7 @@
 //! | accepted, duplicate, ignored | 200, empty | 200, empty |
 //! | at capacity | 503 (Slack retries events) | 200, ephemeral "at capacity" text |
 //! | failed before the ack | 500 (Slack retries events) | 200, ephemeral error text |
-//! | still running at the ack deadline | 503 (the retry is a duplicate of the work in progress) | 200, ephemeral "working on it" text; the handler's reply follows through `response_url` |
+//! | still running at the ack deadline | events: 503 (the retry is a duplicate of the work in progress); interactivity, which Slack never retries: 200, empty (a modal closes; the run goes on) | 200, ephemeral "working on it" text; the handler's reply follows through `response_url` |
 //! | rejected: signature, timestamp, signature headers | 401 | 401 |
 //! | rejected: malformed, unreadable body | 400 + `x-slack-no-retry: 1` | same |
 //! | rejected: too large | 413 + `x-slack-no-retry: 1` | same |

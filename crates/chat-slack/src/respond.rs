@@ -34,12 +34,20 @@ impl Default for Texts {
 }
 
 pub(crate) fn respond(texts: &Texts, event: Option<&Event>, verdict: &Verdict) -> Response<Bytes> {
-    let slash_command = matches!(event.map(|e| &e.kind), Some(EventKind::SlashCommand(_)));
+    let kind = event.map(|e| &e.kind);
+    let slash_command = matches!(kind, Some(EventKind::SlashCommand(_)));
+    let interaction = matches!(
+        kind,
+        Some(EventKind::Action(_) | EventKind::ModalSubmit(_) | EventKind::ModalClose(_))
+    );
     match verdict {
         Verdict::Accepted | Verdict::Duplicate | Verdict::Ignored => empty(StatusCode::OK),
         Verdict::AtCapacity if slash_command => ephemeral(&texts.at_capacity),
         // Slack never retries a slash command: say the answer will follow.
         Verdict::Working if slash_command => ephemeral(&texts.working),
+        // Nor an interaction: a 503 would only show the user an error while
+        // the run goes on (a modal submission's answer then closes the modal).
+        Verdict::Working if interaction => empty(StatusCode::OK),
         Verdict::AtCapacity | Verdict::Working => empty(StatusCode::SERVICE_UNAVAILABLE),
         Verdict::Failed if slash_command => ephemeral(&texts.failed),
         Verdict::Failed => empty(StatusCode::INTERNAL_SERVER_ERROR),
@@ -161,6 +169,32 @@ mod tests {
         for verdict in [Verdict::AtCapacity, Verdict::Working] {
             assert_eq!(
                 respond(&texts, None, &verdict).status(),
+                StatusCode::SERVICE_UNAVAILABLE
+            );
+        }
+    }
+
+    /// An interaction (a click, a modal submission) still running at the
+    /// deadline is acknowledged empty: Slack never retries it, and a 503
+    /// would show the user an error while the run goes on. At capacity it is
+    /// still a 503 (nothing was marked; the user can try again).
+    #[test]
+    fn a_working_interaction_is_acknowledged() {
+        let texts = Texts::default();
+        let mut click = event();
+        click.kind = EventKind::Action(chat_core::Action::new("go", chat_core::Author::default()));
+        let mut submit = event();
+        submit.kind = EventKind::ModalSubmit(chat_core::Modal::new(
+            "form",
+            "V1",
+            chat_core::Author::default(),
+        ));
+        for e in [&click, &submit] {
+            let working = respond(&texts, Some(e), &Verdict::Working);
+            assert_eq!(working.status(), StatusCode::OK);
+            assert!(working.body().is_empty());
+            assert_eq!(
+                respond(&texts, Some(e), &Verdict::AtCapacity).status(),
                 StatusCode::SERVICE_UNAVAILABLE
             );
         }

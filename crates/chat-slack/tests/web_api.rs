@@ -116,6 +116,61 @@ async fn a_repeated_runs_reply_is_found_in_the_thread_not_posted_twice() {
     assert_eq!(reads[0].body["include_all_metadata"], "true");
 }
 
+/// A repeated run's post into the channel itself (not in a thread) is looked
+/// up in the channel's history and returned, not posted again; a reply the
+/// first attempt never posted is posted.
+#[tokio::test]
+async fn a_repeated_runs_channel_post_is_found_in_the_history_not_posted_twice() {
+    let fake = FakeSlack::start().await;
+    let a = adapter_at(fake.base_url());
+    let channel = thread("");
+    let key = |position, attempt| {
+        chat_core::ReplyKey::new(chat_core::EventId::new("Ev3"), position, attempt)
+    };
+    let first = a
+        .post(
+            &channel,
+            &OutboundMessage::text("form: hi").with_reply_key(key(0, 1)),
+        )
+        .await
+        .unwrap();
+    // Later messages in the channel, one of them a reply in the post's thread.
+    let client = SlackClient::builder("xoxb-test-token")
+        .base_url(fake.base_url())
+        .build()
+        .unwrap();
+    for i in 0..3 {
+        client
+            .post_message("C0LAN2Q65", None, &format!("noise {i}"))
+            .await
+            .unwrap();
+    }
+    client
+        .post_message("C0LAN2Q65", Some(first.id.as_str()), "in its thread")
+        .await
+        .unwrap();
+    let again = a
+        .post(
+            &channel,
+            &OutboundMessage::text("form: hi").with_reply_key(key(0, 2)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again, first);
+    let other = a
+        .post(
+            &channel,
+            &OutboundMessage::text("more").with_reply_key(key(1, 2)),
+        )
+        .await
+        .unwrap();
+    assert_ne!(other.id, first.id);
+    assert_eq!(fake.replies_per_event()["Ev3"], 2);
+    let reads = fake.calls_of("conversations.history");
+    assert_eq!(reads.len(), 2, "one lookup per repeated post");
+    assert_eq!(reads[0].body["include_all_metadata"], "true");
+}
+
 /// When the thread cannot be read (a missing scope), the reply is posted:
 /// at least once rather than never.
 #[tokio::test]

@@ -70,10 +70,15 @@ async fn main() -> Result<(), BoxError> {
         .on_subscribed_message(turn)
         .on_agent_session_created(turn)
         .on_agent_session_prompted(turn)
-        .on_action(echo::AGAIN_ACTION, echo::on_again)
-        .on_slash_command(echo::FORM_COMMAND, echo::on_form_command)
-        .on_modal_submit(Some(echo::FORM_CALLBACK), echo::on_form_submit)
-        .on_any_slash_command(echo::on_command);
+        .on_action(echo::AGAIN_ACTION, move |ctx, event| echo.again(ctx, event))
+        .on_reaction(move |ctx, event| echo.reaction(ctx, event))
+        .on_slash_command(echo::FORM_COMMAND, move |ctx, event| {
+            echo.form_command(ctx, event)
+        })
+        .on_modal_submit(Some(echo::FORM_CALLBACK), move |ctx, event| {
+            echo.form_submit(ctx, event)
+        })
+        .on_any_slash_command(move |ctx, event| echo.command(ctx, event));
 
     let mut routes = Router::new();
     let mut mounted = Vec::new();

@@ -40,6 +40,7 @@ pub(super) fn success(record: &mut Record, method: &str, body: &Value) -> SlackR
             json!({ "ok": true, "channel": field("channel"), "ts": ts, "message": message })
         }
         "conversations.replies" => replies(record, body),
+        "conversations.history" => history(record, body),
         "chat.update" => {
             if let Some(m) = find(record, body, "ts") {
                 m["text"] = field("text");
@@ -150,18 +151,41 @@ pub(super) fn success(record: &mut Record, method: &str, body: &Value) -> SlackR
 /// its replies), oldest first, `limit` per page with a cursor; metadata only
 /// with `include_all_metadata`.
 fn replies(record: &Record, body: &Value) -> Value {
+    let ts = body.get("ts").cloned().unwrap_or(Value::Null);
+    page(
+        record,
+        body,
+        |m| m["ts"] == ts || m["thread_ts"] == ts,
+        false,
+    )
+}
+
+/// `conversations.history`: the channel's own messages (thread replies
+/// excluded), newest first, as Slack answers it.
+fn history(record: &Record, body: &Value) -> Value {
+    page(
+        record,
+        body,
+        |m| m.get("thread_ts").is_none_or(|t| *t == m["ts"]),
+        true,
+    )
+}
+
+/// One page (`limit`, `cursor`) of the channel's messages that `keep`
+/// selects, with their metadata when `include_all_metadata` asks for it.
+fn page(record: &Record, body: &Value, keep: impl Fn(&Value) -> bool, newest_first: bool) -> Value {
     let text = |name: &str| body.get(name).and_then(Value::as_str).unwrap_or_default();
-    let (channel, ts) = (text("channel"), text("ts"));
+    let channel = text("channel");
     let limit = text("limit")
         .parse::<usize>()
         .unwrap_or(1000)
         .clamp(1, 1000);
     let start = text("cursor").parse::<usize>().unwrap_or(0);
     let with_metadata = text("include_all_metadata") == "true";
-    let thread: Vec<Value> = record
+    let mut selected: Vec<Value> = record
         .messages
         .iter()
-        .filter(|m| m["channel"] == channel && (m["ts"] == ts || m["thread_ts"] == ts))
+        .filter(|m| m["channel"] == channel && keep(m))
         .map(|m| {
             let mut m = m.clone();
             if let Some(o) = m.as_object_mut() {
@@ -173,9 +197,12 @@ fn replies(record: &Record, body: &Value) -> Value {
             m
         })
         .collect();
-    let page: Vec<Value> = thread.iter().skip(start).take(limit).cloned().collect();
+    if newest_first {
+        selected.reverse();
+    }
+    let page: Vec<Value> = selected.iter().skip(start).take(limit).cloned().collect();
     let next = start + page.len();
-    let next_cursor = if next < thread.len() {
+    let next_cursor = if next < selected.len() {
         next.to_string()
     } else {
         String::new()

@@ -151,6 +151,30 @@ impl SlackDeliveries {
         self.event(&self.message_body(event_id, ts, thread_ts, text))
     }
 
+    /// The user added the reaction `emoji` (a name without colons) to the
+    /// message `item_ts` of the channel: a `reaction_added` event.
+    pub fn reaction_added(
+        &self,
+        event_id: &str,
+        emoji: &str,
+        item_ts: &str,
+    ) -> http::Request<Bytes> {
+        self.event(&self.reaction_added_body(event_id, emoji, item_ts))
+    }
+
+    /// The body of [`reaction_added`](Self::reaction_added).
+    pub fn reaction_added_body(&self, event_id: &str, emoji: &str, item_ts: &str) -> Value {
+        let event = json!({
+            "type": "reaction_added",
+            "user": self.user,
+            "reaction": emoji,
+            "item_user": self.bot_user,
+            "item": {"type": "message", "channel": self.channel, "ts": item_ts},
+            "event_ts": format!("{}.000100", now_ms() / 1000),
+        });
+        self.callback(event_id, event)
+    }
+
     /// A direct message to the bot (`channel_type: im`, in a `D…` channel).
     pub fn direct_message(&self, event_id: &str, ts: &str, text: &str) -> http::Request<Bytes> {
         let mut event = self.inner_event("message", ts, None, text);
