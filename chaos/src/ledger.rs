@@ -21,6 +21,13 @@ pub struct Action {
     pub acked: bool,
     /// Some delivery of it got a 5xx (including 503) or timed out.
     pub refused: bool,
+    /// Slack retries it when refused (Events API); a slash command or an
+    /// interaction is delivered once, and a refusal is what its user sees.
+    pub retried: bool,
+    /// It runs under the strategy's lock (a message); the other kinds
+    /// (reactions, clicks, commands, modal submissions) run unlocked, so
+    /// their runs may overlap others on their thread.
+    pub serialized: bool,
     /// Every status answered, in order per delivery (0: timeout).
     pub statuses: Vec<u16>,
 }
@@ -109,7 +116,7 @@ pub fn check(lines: &[Line], actions: &[Action], allow: Allowances, max_detached
         if a.refused && a.acked {
             r.rejected_then_retried += 1;
         }
-        if a.refused && !a.acked {
+        if a.refused && !a.acked && a.retried {
             r.breaches.push(format!(
                 "{:?} was refused and never accepted on a retry (answers {:?})",
                 a.event_ids, a.statuses
@@ -158,9 +165,17 @@ pub fn check(lines: &[Line], actions: &[Action], allow: Allowances, max_detached
             }
         }
     }
-    // Overlap of runs on one thread.
+    // Overlap of runs on one thread, among the runs the strategy serializes.
+    let unlocked: HashSet<&str> = actions
+        .iter()
+        .filter(|a| !a.serialized)
+        .flat_map(|a| a.event_ids.iter().map(String::as_str))
+        .collect();
     let mut by_thread: BTreeMap<&str, Vec<&Line>> = BTreeMap::new();
-    for l in lines.iter().filter(|l| l.start_ms.is_some()) {
+    for l in lines
+        .iter()
+        .filter(|l| l.start_ms.is_some() && !unlocked.contains(l.event_id.as_str()))
+    {
         if let Some(t) = &l.thread {
             by_thread.entry(t.as_str()).or_default().push(l);
         }
@@ -285,6 +300,8 @@ mod tests {
             event_ids: ids.iter().map(|s| (*s).to_owned()).collect(),
             acked: true,
             refused: false,
+            retried: true,
+            serialized: true,
             statuses: vec![200],
         }
     }
@@ -365,9 +382,21 @@ mod tests {
             event_ids: vec!["a".into()],
             acked: false,
             refused: true,
+            retried: true,
+            serialized: true,
             statuses: vec![503],
         };
-        let r = check(&[], &[a], Allowances::default(), 8);
+        let r = check(&[], std::slice::from_ref(&a), Allowances::default(), 8);
         assert_eq!(r.breaches.len(), 1);
+        // A slash command refused once is answered so to its user: no breach.
+        let once = Action {
+            retried: false,
+            ..a
+        };
+        assert!(
+            check(&[], &[once], Allowances::default(), 8)
+                .breaches
+                .is_empty()
+        );
     }
 }

@@ -1,15 +1,19 @@
 //! # chaos
 //!
 //! The reliability harness behind `cargo xtask chaos`: three echo-bot replicas on
-//! one Redis, a sender that delivers signed Slack events the way Slack does
-//! (resending on timeouts, 5xx and 503), faults (Redis paused, stopped, restarted
+//! one Redis, a sender that delivers signed Slack events, slash commands and
+//! interactions the way Slack does (resending events on timeouts, 5xx and 503;
+//! commands and interactions once), faults (Redis paused, stopped, restarted
 //! empty; a replica killed or redeployed; floods), and a checker that folds the
 //! replicas' outcome ledgers into the invariants of `docs/reliability.md`.
 //!
 //! ```
 //! use chaos::ledger::{Action, Allowances, check};
 //! // No ledger lines for an acknowledged action: it was lost.
-//! let lost = Action { event_ids: vec!["Ev1".into()], acked: true, refused: false, statuses: vec![200] };
+//! let lost = Action {
+//!     event_ids: vec!["Ev1".into()], acked: true, refused: false, retried: true, serialized: true,
+//!     statuses: vec![200],
+//! };
 //! let report = check(&[], &[lost], Allowances::default(), 8);
 //! assert_eq!(report.breaches.len(), 1);
 //! ```

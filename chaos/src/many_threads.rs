@@ -184,7 +184,7 @@ pub async fn run(bin: &Path, quick: bool) -> Result<(Vec<String>, Figures), Stri
             let root = format!("{}.{:06}", 1_700_000_000 + n / 1_000_000, n % 1_000_000);
             let d = sender::mention(&format!("EvMany{n}"), "T1", "C1", &root, &root, "hi", false);
             let t = Instant::now();
-            let status = sender.attempt(&d, n, 0).await;
+            let (status, _) = sender.attempt(&d, n, 0).await;
             drop(permit);
             ((200..300).contains(&status), t.elapsed())
         });

@@ -1,6 +1,7 @@
 //! The scenarios and how one is run: start Redis and three replicas, send, inject
 //! the fault, wait for quiescence, check the ledgers and the leftover keys.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -50,6 +51,11 @@ pub struct Scenario {
     pub name: &'static str,
     /// `CHAT_CONCURRENCY`.
     pub strategy: &'static str,
+    /// `CHAT_DISPATCH`: `deferred` or `sync`.
+    pub dispatch: &'static str,
+    /// Send every kind of user action in turn — mentions, reactions, slash
+    /// commands, clicks, modal submissions — instead of mentions only.
+    pub every_kind: bool,
     /// Distinct user actions sent.
     pub events: usize,
     /// Threads they are spread over.
@@ -77,6 +83,8 @@ impl Scenario {
         Self {
             name,
             strategy,
+            dispatch: "deferred",
+            every_kind: false,
             events: 40,
             threads: 4,
             spread_ms: 1500,
@@ -87,6 +95,22 @@ impl Scenario {
             storm: 0,
             hot_tenant: false,
             fault: Fault::None,
+        }
+    }
+
+    /// The same, under sync dispatch.
+    const fn sync(self) -> Self {
+        Self {
+            dispatch: "sync",
+            ..self
+        }
+    }
+
+    /// The same, with every kind of user action.
+    const fn every_kind(self) -> Self {
+        Self {
+            every_kind: true,
+            ..self
         }
     }
 
@@ -303,6 +327,64 @@ pub fn all() -> Vec<(Scenario, bool)> {
             },
             true,
         ),
+        // Sync dispatch (the runtime's default), and every kind of event:
+        // runs inside their request cut by a killed replica, a redeploy whose
+        // drain is shorter than the handlers, and Redis stopped past every
+        // timeout — on both dispatch paths.
+        (
+            Scenario {
+                delay_ms: 1500,
+                lock_ttl_ms: 1500,
+                fault: Fault::KillReplica { at: 800 },
+                ..s("sync-replica-kill", "queue").sync().every_kind()
+            },
+            true,
+        ),
+        (
+            Scenario {
+                spread_ms: 3000,
+                delay_ms: 4000,
+                fault: Fault::Redeploy { at: 1000 },
+                ..s("sync-redeploy-long", "queue").sync().every_kind()
+            },
+            true,
+        ),
+        (
+            Scenario {
+                delay_ms: 500,
+                lock_ttl_ms: 1500,
+                fault: Fault::StopRedis { at: 700, ms: 7000 },
+                ..s("sync-redis-stop-long", "queue").sync().every_kind()
+            },
+            true,
+        ),
+        (
+            Scenario {
+                delay_ms: 1500,
+                lock_ttl_ms: 1500,
+                fault: Fault::KillReplica { at: 800 },
+                ..s("kinds-replica-kill", "queue").every_kind()
+            },
+            false,
+        ),
+        (
+            Scenario {
+                spread_ms: 3000,
+                delay_ms: 4000,
+                fault: Fault::Redeploy { at: 1000 },
+                ..s("kinds-redeploy-long", "queue").every_kind()
+            },
+            true,
+        ),
+        (
+            Scenario {
+                delay_ms: 500,
+                lock_ttl_ms: 1500,
+                fault: Fault::StopRedis { at: 700, ms: 7000 },
+                ..s("kinds-redis-stop-long", "queue").every_kind()
+            },
+            false,
+        ),
         (
             Scenario {
                 fault: Fault::SlowRedis {
@@ -335,7 +417,7 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
             ("SLACK_API_URL", fake.base_url().to_owned()),
             ("REDIS_URL", redis.url()),
             ("REDIS_PREFIX", prefix.clone()),
-            ("CHAT_DISPATCH", "deferred".into()),
+            ("CHAT_DISPATCH", sc.dispatch.into()),
             ("CHAT_CONCURRENCY", sc.strategy.into()),
             ("CHAT_DETACH_TIMEOUT_MS", "30000".into()),
             ("CHAT_MAX_DETACHED", sc.max_detached.to_string()),
@@ -396,6 +478,9 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
     // The sends.
     let mut tasks = Vec::new();
     let mut actions_ids = Vec::new();
+    let mut kinds = Vec::new();
+    let mut answers = Vec::new();
+    let hooks = fake.response_url("commands").replace("/commands", "");
     for i in 0..sc.events {
         let at = sc.spread_ms * i as u64 / sc.events.max(1) as u64 + rng.random_range(0..20);
         let k = rng.random_range(0..sc.threads);
@@ -407,10 +492,16 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
         let root = format!("{}.000000", 1_700_000_000 + k);
         let ts = format!("1700001000.{i:06}");
         let id = format!("Ev{}{i:05}", sc.name.replace('-', ""));
-        let main = sender::mention(&id, &team, "C1", &root, &ts, &format!("m{i}"), false);
+        let kind = if sc.every_kind {
+            sender::Kind::ALL[i % sender::Kind::ALL.len()]
+        } else {
+            sender::Kind::Mention
+        };
+        let main = sender::of_kind(kind, &id, &team, "C1", &root, &ts, &format!("m{i}"), &hooks);
+        answers.push((id.clone(), main.answer.clone()));
         let mut deliveries = vec![main.clone()];
         let mut ids = vec![id.clone()];
-        if sc.twins {
+        if sc.twins && kind == sender::Kind::Mention {
             let twin_id = format!("{id}m");
             deliveries.push(sender::mention(
                 &twin_id,
@@ -427,6 +518,7 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
             deliveries.push(main.clone());
         }
         actions_ids.push(ids);
+        kinds.push(kind);
         let picks: Vec<usize> = (0..deliveries.len())
             .map(|_| rng.random_range(0..1000))
             .collect();
@@ -516,9 +608,14 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
     }
 
     let mut actions = Vec::new();
-    for (task, ids) in tasks.into_iter().zip(actions_ids) {
+    let mut inline: HashMap<String, usize> = HashMap::new();
+    for ((task, ids), kind) in tasks.into_iter().zip(actions_ids).zip(kinds) {
         let sends = task.await.map_err(|e| e.to_string())?;
-        actions.push(sender::action(ids, &sends));
+        let answered: usize = sends.iter().map(|s| s.inline_answers.len()).sum();
+        if answered > 0 {
+            *inline.entry(ids[0].clone()).or_default() += answered;
+        }
+        actions.push(sender::action(ids, kind, &sends));
     }
 
     // Quiescence: nothing in flight anywhere, then leases of dead owners expire
@@ -558,7 +655,7 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
     let lines = ledger::load(&ledger_dir).map_err(|e| e.to_string())?;
     let max_detached = sc.max_detached;
     let mut report = ledger::check(&lines, &actions, sc.allowances(), max_detached);
-    ledger::check_replies(&lines, &fake.replies_per_event(), &mut report);
+    ledger::check_replies(&lines, &replies(&fake, &answers, &inline), &mut report);
     if !leftover.is_empty() {
         report.breaches.push(format!(
             "lock or queue keys left after quiescence: {leftover:?}"
@@ -570,6 +667,30 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
         ));
     }
     Ok(report)
+}
+
+/// How many times each event was answered: posts carrying its reply
+/// metadata, plus — for slash commands — the echo in its HTTP response and
+/// what was posted to its `response_url` later.
+fn replies(
+    fake: &FakeSlack,
+    answers: &[(String, String)],
+    inline: &HashMap<String, usize>,
+) -> HashMap<String, usize> {
+    let mut counts = fake.replies_per_event();
+    let later: Vec<String> = fake
+        .calls_of("response_url")
+        .iter()
+        .filter_map(|c| c.body["text"].as_str().map(str::to_owned))
+        .collect();
+    for (id, answer) in answers {
+        let n =
+            inline.get(id).copied().unwrap_or(0) + later.iter().filter(|t| *t == answer).count();
+        if n > 0 {
+            *counts.entry(id.clone()).or_default() += n;
+        }
+    }
+    counts
 }
 
 async fn quiesce(replicas: &[Replica], within: Duration) {

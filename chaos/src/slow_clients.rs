@@ -101,7 +101,7 @@ pub async fn run(bin: &Path, quick: bool) -> Result<(Vec<String>, Figures), Stri
             false,
         );
         let started = Instant::now();
-        let status = sender.attempt(&d, n, 0).await;
+        let (status, _) = sender.attempt(&d, n, 0).await;
         if (200..300).contains(&status) {
             latencies.push(started.elapsed());
         }
