@@ -27,7 +27,7 @@ use bytes::Bytes;
 use crate::error::StateError;
 
 /// How a [`KvStore::set`] writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum SetMode {
     /// Always write.
@@ -35,6 +35,11 @@ pub enum SetMode {
     Always,
     /// Write only if the key is absent (or expired).
     IfAbsent,
+    /// Write only if the entry's current value is exactly these bytes: a
+    /// compare-and-set, for records several replicas update (an absent or
+    /// expired entry never matches; use [`IfAbsent`](Self::IfAbsent) for
+    /// the first write).
+    IfEquals(Bytes),
 }
 
 /// A key-value store with optional expiry. Object-safe: users hold an

@@ -14,6 +14,9 @@ use ring::rand::SystemRandom;
 use crate::keys::KeyRing;
 use crate::sealed;
 
+/// How many writers a `put` lets go first before it gives up.
+const MAX_PUT_RACES: usize = 16;
+
 /// The default prefix of the KV keys.
 pub const DEFAULT_KEY_PREFIX: &str = "installation";
 
@@ -151,27 +154,44 @@ impl InstallationStore for KvInstallations {
         Ok(Some(installation))
     }
 
+    /// Writes the installation with a revision above the stored record's, as
+    /// a compare-and-set on that record: when another writer (another
+    /// replica refreshing the same token) got in between, the record is read
+    /// again and the write tried again, so revisions only ever grow in the
+    /// store and no replica's rollback check ever sees one go back.
     async fn put(&self, installation: &Installation) -> Result<(), InstallationError> {
         check(installation)?;
         let (platform, tenant) = (installation.platform, &installation.tenant);
         let key = self.kv_key(platform, tenant);
-        // Above every revision this process or the stored record knows of.
-        let stored = self.inner.kv.get(&key).await?;
-        let rev = now_ms()
-            .max(
-                stored
-                    .as_deref()
-                    .map_or(0, sealed::revision)
-                    .saturating_add(1),
-            )
-            .max(self.inner.seen(platform, tenant).saturating_add(1));
-        let sealed = sealed::seal(&self.inner.keys, &self.inner.random, installation, rev)?;
-        self.inner
-            .kv
-            .set(&key, Bytes::from(sealed), None, SetMode::Always)
-            .await?;
-        self.inner.saw(platform, tenant, rev);
-        Ok(())
+        for _ in 0..MAX_PUT_RACES {
+            let stored = self.inner.kv.get(&key).await?;
+            // Above every revision this process or the stored record knows of.
+            let rev = now_ms()
+                .max(
+                    stored
+                        .as_deref()
+                        .map_or(0, sealed::revision)
+                        .saturating_add(1),
+                )
+                .max(self.inner.seen(platform, tenant).saturating_add(1));
+            let sealed = sealed::seal(&self.inner.keys, &self.inner.random, installation, rev)?;
+            let mode = match stored {
+                Some(current) => SetMode::IfEquals(current),
+                None => SetMode::IfAbsent,
+            };
+            if self
+                .inner
+                .kv
+                .set(&key, Bytes::from(sealed), None, mode)
+                .await?
+            {
+                self.inner.saw(platform, tenant, rev);
+                return Ok(());
+            }
+        }
+        Err(InstallationError::Unavailable(
+            "the installation kept changing under its write".into(),
+        ))
     }
 
     async fn delete(

@@ -300,3 +300,82 @@ async fn a_record_rolled_back_to_an_older_copy_is_refused() {
         Some(refreshed)
     );
 }
+
+/// A KV whose next `set` waits until the test lets it go: a writer that read
+/// the record, then lost the race to another replica.
+struct HeldSet {
+    inner: Arc<dyn KvStore>,
+    hold: std::sync::atomic::AtomicBool,
+    reached: tokio::sync::Notify,
+    go: tokio::sync::Notify,
+}
+
+#[async_trait::async_trait]
+impl KvStore for HeldSet {
+    async fn get(&self, key: &str) -> Result<Option<bytes::Bytes>, chat_core::StateError> {
+        self.inner.get(key).await
+    }
+    async fn set(
+        &self,
+        key: &str,
+        value: bytes::Bytes,
+        ttl: Option<std::time::Duration>,
+        mode: SetMode,
+    ) -> Result<bool, chat_core::StateError> {
+        if self.hold.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            self.reached.notify_one();
+            self.go.notified().await;
+        }
+        self.inner.set(key, value, ttl, mode).await
+    }
+    async fn delete(&self, key: &str) -> Result<bool, chat_core::StateError> {
+        self.inner.delete(key).await
+    }
+}
+
+/// Two replicas refresh one tenant's token at once: replica B reads the
+/// record, replica A writes it twice, then B writes. B's write is a
+/// compare-and-set that fails on A's record: B reads again and writes above
+/// it. Revisions only grow, so neither replica sees its record rolled back,
+/// and the last write wins.
+#[tokio::test]
+async fn two_replicas_racing_a_refresh_never_roll_each_other_back() {
+    let kv: Arc<dyn KvStore> = Arc::new(MemoryState::new());
+    let ring = || KeyRing::new(key("k1", 1));
+    let a = KvInstallations::new(Arc::clone(&kv), ring());
+    let held = Arc::new(HeldSet {
+        inner: Arc::clone(&kv),
+        hold: std::sync::atomic::AtomicBool::new(false),
+        reached: tokio::sync::Notify::new(),
+        go: tokio::sync::Notify::new(),
+    });
+    let b = KvInstallations::new(held.clone(), ring());
+    let t1 = TenantId::new("T1");
+    a.put(&installation("T1")).await.unwrap();
+    assert!(b.get(Platform::SLACK, &t1).await.unwrap().is_some());
+
+    held.hold.store(true, std::sync::atomic::Ordering::SeqCst);
+    let from_b = installation("T1").with_bot_user_id("U-from-b");
+    let b_put = tokio::spawn({
+        let b = b.clone();
+        async move { b.put(&from_b).await }
+    });
+    held.reached.notified().await;
+    for n in 0..2 {
+        let from_a = installation("T1").with_bot_user_id(format!("U-from-a-{n}"));
+        a.put(&from_a).await.unwrap();
+        assert!(a.get(Platform::SLACK, &t1).await.unwrap().is_some());
+    }
+    held.go.notify_one();
+    b_put.await.unwrap().unwrap();
+
+    for (name, store) in [("a", &a), ("b", &b)] {
+        let read = store.get(Platform::SLACK, &t1).await;
+        let read = read.unwrap_or_else(|e| panic!("replica {name}: {e}"));
+        assert_eq!(
+            read.and_then(|i| i.bot_user_id).as_deref(),
+            Some("U-from-b"),
+            "replica {name}"
+        );
+    }
+}

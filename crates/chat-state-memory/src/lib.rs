@@ -319,7 +319,13 @@ impl KvStore for MemoryState {
     ) -> Result<bool, StateError> {
         let now = Instant::now();
         let mut kv = lock(&self.kv);
-        if mode == SetMode::IfAbsent && kv.get(key).is_some_and(|e| e.live(now)) {
+        let current = kv.get(key).filter(|e| e.live(now)).map(|e| &e.value);
+        let allowed = match &mode {
+            SetMode::IfAbsent => current.is_none(),
+            SetMode::IfEquals(expected) => current == Some(expected),
+            _ => true,
+        };
+        if !allowed {
             return Ok(false);
         }
         let expires_at = ttl.map(|ttl| now + ttl);

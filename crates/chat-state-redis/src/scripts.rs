@@ -34,6 +34,7 @@ pub(crate) struct Scripts {
     pub(crate) unmark: Script,
     pub(crate) inspect: Script,
     pub(crate) force_release: Script,
+    pub(crate) kv_set_if_equals: Script,
 }
 
 impl Scripts {
@@ -55,11 +56,13 @@ impl Scripts {
             unmark: script!("unmark.lua"),
             inspect: script!("inspect.lua"),
             force_release: script!("force_release.lua"),
+            // One key of the KV, no scope: none of the shared helpers.
+            kv_set_if_equals: Script::new(include_str!("lua/kv_set_if_equals.lua")),
         }
     }
 
     /// Every script, for loading them ahead of the first call.
-    pub(crate) fn all(&self) -> [&Script; 16] {
+    pub(crate) fn all(&self) -> [&Script; 17] {
         [
             &self.admit_drop,
             &self.admit_queue,
@@ -77,6 +80,7 @@ impl Scripts {
             &self.unmark,
             &self.inspect,
             &self.force_release,
+            &self.kv_set_if_equals,
         ]
     }
 }

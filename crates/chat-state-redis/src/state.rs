@@ -884,8 +884,18 @@ impl KvStore for RedisState {
         ttl: Option<Duration>,
         mode: SetMode,
     ) -> Result<bool, StateError> {
+        let key = self.keys.kv(key);
+        if let SetMode::IfEquals(expected) = &mode {
+            let mut inv = self.scripts.kv_set_if_equals.prepare_invoke();
+            inv.key(&key)
+                .arg(expected.as_ref())
+                .arg(value.as_ref())
+                .arg(ttl.map_or(0, ms));
+            let written = self.eval(&inv, self.timeout).await?;
+            return Ok(matches!(written, Value::Int(1)));
+        }
         let mut cmd = redis::cmd("SET");
-        cmd.arg(self.keys.kv(key)).arg(value.as_ref());
+        cmd.arg(key).arg(value.as_ref());
         if let Some(ttl) = ttl {
             cmd.arg("PX").arg(ms(ttl));
         }

@@ -221,6 +221,7 @@ macro_rules! kv_store_conformance {
             kv_set_get_delete,
             kv_entries_expire,
             kv_set_if_absent,
+            kv_set_if_equals,
         }
     };
 }
