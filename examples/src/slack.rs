@@ -141,9 +141,9 @@ where
     Router::new()
         .route(
             INSTALL_PATH,
-            get(move || {
+            get(move |parts: Parts| {
                 let oauth = Arc::clone(&install);
-                async move { oauth.install().map(Body::from) }
+                async move { oauth.install(&parts).map(Body::from) }
             }),
         )
         .route(

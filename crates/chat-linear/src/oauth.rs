@@ -86,7 +86,7 @@ pub enum ClientAuth {
 ///     .installations(store)
 ///     .token_refresh(oauth.clone())
 ///     .build()?;
-/// // Mount `oauth.install()` and `oauth.callback(&parts)` on your HTTP server.
+/// // Mount `oauth.install(&parts)` and `oauth.callback(&parts)` on your HTTP server.
 /// # Ok(()) }
 /// ```
 pub type LinearOAuth = OAuthFlow<LinearOAuthProvider>;

@@ -165,6 +165,11 @@ fn location_of(response: &http::Response<Bytes>) -> String {
         .to_owned()
 }
 
+/// A browser's request for the install route.
+fn install_request() -> http::request::Parts {
+    http::Request::new(()).into_parts().0
+}
+
 fn callback_request(url: &str, cookie: Option<&str>) -> http::request::Parts {
     let path = url.strip_prefix("https://agent.example.com").unwrap_or(url);
     let mut request = http::Request::get(path);
@@ -175,7 +180,7 @@ fn callback_request(url: &str, cookie: Option<&str>) -> http::request::Parts {
 }
 
 async fn install_with(oauth: &LinearOAuth, accounts: &FakeLinearOAuth, org: &str) -> StatusCode {
-    let start = oauth.install();
+    let start = oauth.install(&install_request());
     assert_eq!(start.status(), StatusCode::FOUND);
     let cookie = cookie_of(&start);
     let back = accounts.approve(&location_of(&start), org).unwrap();

@@ -10,6 +10,10 @@
 //! | [`max_in_flight`](ServerOptions::max_in_flight) | 512 | a flood of requests queueing without bound: past it, requests are shed at once with 503 (platforms retry) |
 //! | [`request_timeout`](ServerOptions::request_timeout) | 10 s | a request that never finishes (the runtime answers webhooks within `ack_timeout`; this bounds everything else mounted) |
 //!
+//! Every request carries its client's address in its extensions, as a
+//! `std::net::SocketAddr` (what limits per client read, like the install
+//! flow's rate limits in `chat-installations`).
+//!
 //! The webhook service itself bounds the body's read time
 //! ([`RuntimeOptions::body_timeout`](crate::RuntimeOptions::body_timeout)) and
 //! size (the adapter's cap). Built from hyper's HTTP/1 connection with its
@@ -150,10 +154,10 @@ where
                 Err(_) => break,
             },
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) if is_client_error(&e) => continue,
                 Err(e) => {
                     // Out of descriptors and the like: wait rather than spin.
@@ -168,10 +172,16 @@ where
         builder
             .timer(TokioTimer::new())
             .header_read_timeout(options.header_read_timeout);
-        let connection = builder.serve_connection(
-            TokioIo::new(stream),
-            TowerToHyperService::new(stack.clone()),
-        );
+        // Each request carries its client's address, for whatever limits
+        // per client (the install flow's rate limits read it).
+        let service = stack
+            .clone()
+            .map_request(move |mut r: http::Request<Incoming>| {
+                r.extensions_mut().insert(peer);
+                r
+            });
+        let connection =
+            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             let _ = connection.await;

@@ -47,9 +47,9 @@ pub const DEFAULT_STATE_COOKIE: &str = "chat_rs_slack_oauth";
 ///     .build()?;
 /// let install = oauth.clone();
 /// let app = Router::new()
-///     .route("/slack/install", get(move || {
+///     .route("/slack/install", get(move |parts: http::request::Parts| {
 ///         let oauth = install.clone();
-///         async move { oauth.install().map(axum::body::Body::from) }
+///         async move { oauth.install(&parts).map(axum::body::Body::from) }
 ///     }))
 ///     .route("/slack/oauth/callback", get(move |parts: http::request::Parts| {
 ///         let oauth = oauth.clone();

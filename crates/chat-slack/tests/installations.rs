@@ -182,9 +182,14 @@ fn callback_request(url: &str, cookie: Option<&str>) -> http::request::Parts {
     request.body(()).unwrap().into_parts().0
 }
 
+/// A browser's request for the install route.
+fn install_request() -> http::request::Parts {
+    http::Request::new(()).into_parts().0
+}
+
 /// Install → Slack's authorize page → the workspace approves → callback.
 async fn install(w: &World, team: &str) -> http::Response<Bytes> {
-    let start = w.oauth.install();
+    let start = w.oauth.install(&install_request());
     assert_eq!(start.status(), StatusCode::FOUND);
     let cookie = cookie_of(&start);
     let authorize = location_of(&start);

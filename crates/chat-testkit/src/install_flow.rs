@@ -108,6 +108,11 @@ fn cookie_of(r: &http::Response<Bytes>) -> String {
     set.split(';').next().unwrap_or_default().to_owned()
 }
 
+/// A browser's request for the install route.
+fn install_request() -> http::request::Parts {
+    http::Request::new(()).into_parts().0
+}
+
 /// The browser coming back to the callback at `url`, with `cookie`.
 fn callback_request(url: &str, cookie: Option<&str>) -> http::request::Parts {
     let path = url.strip_prefix("https://bot.example.com").unwrap_or(url);
@@ -135,7 +140,7 @@ struct Started {
 }
 
 fn start<F: FlowFixture>(f: &F, flow: &OAuthFlow<F::Provider>, account: &str) -> Started {
-    let answer = flow.install();
+    let answer = flow.install(&install_request());
     assert_eq!(answer.status(), StatusCode::FOUND);
     let authorize = header(&answer, &http::header::LOCATION);
     let back = f
@@ -168,7 +173,7 @@ fn memory() -> Arc<dyn InstallationStore> {
 /// keeps in an `HttpOnly; Secure; SameSite=Lax` cookie; nothing is cached.
 pub async fn install_redirects_with_a_browser_bound_state<F: FlowFixture>(f: F) {
     let flow = flow(&f, memory());
-    let answer = flow.install();
+    let answer = flow.install(&install_request());
     assert_eq!(answer.status(), StatusCode::FOUND);
     assert_eq!(header(&answer, &http::header::CACHE_CONTROL), "no-store");
     let location = header(&answer, &http::header::LOCATION);
@@ -188,7 +193,10 @@ pub async fn install_redirects_with_a_browser_bound_state<F: FlowFixture>(f: F) 
     assert!(nonce.len() >= 32, "{nonce}");
     assert!(q.get("state").is_some_and(|s| s.contains(&nonce)));
     // Every install gets its own state.
-    assert_ne!(cookie_of(&flow.install()), cookie_of(&answer));
+    assert_ne!(
+        cookie_of(&flow.install(&install_request())),
+        cookie_of(&answer)
+    );
 }
 
 /// An approved install is exchanged once, stored under its tenant with the
@@ -265,7 +273,7 @@ pub async fn a_state_from_another_browser_is_refused<F: FlowFixture>(f: F) {
     let s = start(&f, &flow, "acme");
     let answer = flow.callback(&callback_request(&s.back, None)).await;
     assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
-    let other = cookie_of(&flow.install());
+    let other = cookie_of(&flow.install(&install_request()));
     let answer = flow
         .callback(&callback_request(&s.back, Some(&other)))
         .await;
@@ -402,7 +410,7 @@ pub async fn without_browser_binding_the_signature_still_holds<F: FlowFixture>(f
         .state_cookie(None)
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
-    let answer = flow.install();
+    let answer = flow.install(&install_request());
     assert!(answer.headers().get(http::header::SET_COOKIE).is_none());
     let authorize = header(&answer, &http::header::LOCATION);
     let back = f

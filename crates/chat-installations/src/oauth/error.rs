@@ -42,6 +42,10 @@ pub enum OAuthError {
     /// The installation could not be read or stored.
     #[error("storing the installation failed")]
     Store(#[source] InstallationError),
+    /// Too many install requests right now (a rate limit of the flow, or its
+    /// store of spent states full): try again later.
+    #[error("too many install requests; try again in a moment")]
+    TooManyRequests,
     /// The flow itself failed (the system's random source, an unencodable
     /// request).
     #[error("the install flow failed: {0}")]
@@ -50,14 +54,16 @@ pub enum OAuthError {
 
 impl OAuthError {
     /// The HTTP status a callback answers with: 400 for a bad request (no code,
-    /// a refused state), 403 when the user declined, 502 when the platform's
-    /// answer failed, 503 when the store did, 500 otherwise.
+    /// a refused state), 403 when the user declined, 429 past a rate limit,
+    /// 502 when the platform's answer failed, 503 when the store did, 500
+    /// otherwise.
     pub fn status(&self) -> StatusCode {
         match self {
             Self::Denied(_) => StatusCode::FORBIDDEN,
             Self::MissingCode | Self::State(_) => StatusCode::BAD_REQUEST,
             Self::Refused(_) | Self::Transport(_) | Self::Incomplete(_) => StatusCode::BAD_GATEWAY,
             Self::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
             Self::NoRefreshToken | Self::RefreshUnsupported | Self::Internal(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use serde::Deserialize;
 use url::Url;
 
 use super::error::{OAuthBuildError, OAuthError, safe_code};
+use super::limit::{Limiter, RateLimit, Spend, SpentInMemory};
 use super::provider::{OAuthClient, OAuthProvider};
 use super::state::{self, StateRefusal, StateSigner};
 
@@ -69,6 +71,11 @@ struct Inner<P> {
     refresh_margin: Duration,
     /// States already brought back, each good for one callback.
     spent: SpentStates,
+    /// Install links handed out, per client.
+    install_limit: Limiter,
+    /// Callbacks, per client; code exchanges, overall.
+    callback_limit: Limiter,
+    client_address: ClientAddress,
     /// One refresh at a time per tenant in this process.
     refreshing: Mutex<HashMap<TenantId, Arc<tokio::sync::Mutex<()>>>>,
 }
@@ -107,7 +114,43 @@ pub struct OAuthFlowBuilder<P> {
     store: Option<Arc<dyn InstallationStore>>,
     spent: Option<Arc<dyn KvStore>>,
     clock: Arc<dyn Clock>,
+    install_limit: Option<RateLimit>,
+    callback_limit: Option<RateLimit>,
+    exchange_limit: Option<RateLimit>,
+    client_address: ClientAddress,
 }
+
+/// How the flow learns a request's client address.
+type ClientAddress = Arc<dyn Fn(&http::request::Parts) -> Option<IpAddr> + Send + Sync>;
+
+/// The client address a server put into the request's extensions as a
+/// `SocketAddr` (`chat_runtime::server` does).
+fn peer_address(parts: &http::request::Parts) -> Option<IpAddr> {
+    parts.extensions.get::<SocketAddr>().map(SocketAddr::ip)
+}
+
+/// Install links per client address: 20 at once, then one a second.
+pub const DEFAULT_INSTALL_LIMIT: RateLimit = RateLimit {
+    burst: 20,
+    every: Duration::from_secs(1),
+};
+
+/// Callbacks per client address: 10 at once, then one every 6 seconds.
+pub const DEFAULT_CALLBACK_LIMIT: RateLimit = RateLimit {
+    burst: 10,
+    every: Duration::from_secs(6),
+};
+
+/// Code exchanges with the platform, over all clients: 30 at once, then one
+/// a second.
+pub const DEFAULT_EXCHANGE_LIMIT: RateLimit = RateLimit {
+    burst: 30,
+    every: Duration::from_secs(1),
+};
+
+/// The most spent states the default (in-memory) store holds: past it, a
+/// callback is refused until some expire.
+const MAX_SPENT_IN_MEMORY: usize = 100_000;
 
 impl<P: fmt::Debug> fmt::Debug for OAuthFlowBuilder<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -217,6 +260,48 @@ impl<P: OAuthProvider> OAuthFlowBuilder<P> {
         self
     }
 
+    /// How often one client (by address) may fetch an install link, or
+    /// `None` for no limit. Default [`DEFAULT_INSTALL_LIMIT`]; past it the
+    /// install route answers `429`.
+    pub fn install_limit(mut self, limit: Option<RateLimit>) -> Self {
+        self.install_limit = limit;
+        self
+    }
+
+    /// How often one client (by address) may come back to the callback, or
+    /// `None` for no limit. Default [`DEFAULT_CALLBACK_LIMIT`]; past it the
+    /// callback answers `429` before looking at its `state`.
+    pub fn callback_limit(mut self, limit: Option<RateLimit>) -> Self {
+        self.callback_limit = limit;
+        self
+    }
+
+    /// How often this process exchanges a code with the platform, over all
+    /// clients, or `None` for no limit. Default [`DEFAULT_EXCHANGE_LIMIT`]:
+    /// it bounds the calls (each carrying the client secret) a flood of
+    /// valid `state`s can make the bot send to the platform's token
+    /// endpoint, whose rate limit real installs share. A callback past it
+    /// answers `429` without spending its `state`, so the user can retry.
+    pub fn exchange_limit(mut self, limit: Option<RateLimit>) -> Self {
+        self.exchange_limit = limit;
+        self
+    }
+
+    /// How the flow learns a request's client address for the per-client
+    /// limits. Default: a `std::net::SocketAddr` in the request's
+    /// extensions, which `chat_runtime::server::serve` puts there. With axum
+    /// served on its own, read `ConnectInfo<SocketAddr>`; behind a proxy,
+    /// the header it sets (only if the proxy overwrites it: a client can send
+    /// any `X-Forwarded-For`). `None` from it: only the overall exchange
+    /// limit applies.
+    pub fn client_address(
+        mut self,
+        f: impl Fn(&http::request::Parts) -> Option<IpAddr> + Send + Sync + 'static,
+    ) -> Self {
+        self.client_address = Arc::new(f);
+        self
+    }
+
     /// The clock for `state` expiry, `installed_at` and token expiry
     /// (default: the system clock).
     pub fn clock(mut self, clock: impl Clock) -> Self {
@@ -293,8 +378,11 @@ impl<P: OAuthProvider> OAuthFlowBuilder<P> {
                 refresh_margin: self.refresh_margin,
                 spent: match self.spent {
                     Some(kv) => SpentStates::Kv(kv, format!("oauth-state:{platform}")),
-                    None => SpentStates::Memory(Mutex::new(HashMap::new())),
+                    None => SpentStates::Memory(SpentInMemory::new(MAX_SPENT_IN_MEMORY)),
                 },
+                install_limit: Limiter::new(self.install_limit, None),
+                callback_limit: Limiter::new(self.callback_limit, self.exchange_limit),
+                client_address: self.client_address,
                 refreshing: Mutex::new(HashMap::new()),
             }),
         })
@@ -326,6 +414,10 @@ impl<P: OAuthProvider> OAuthFlow<P> {
             store: None,
             spent: None,
             clock: Arc::new(SystemClock),
+            install_limit: Some(DEFAULT_INSTALL_LIMIT),
+            callback_limit: Some(DEFAULT_CALLBACK_LIMIT),
+            exchange_limit: Some(DEFAULT_EXCHANGE_LIMIT),
+            client_address: Arc::new(peer_address),
         }
     }
 
@@ -370,8 +462,17 @@ impl<P: OAuthProvider> OAuthFlow<P> {
     }
 
     /// The install route: `302` to the platform's authorize page with a new
-    /// `state`, and the cookie binding it to this browser.
-    pub fn install(&self) -> Response<Bytes> {
+    /// `state`, and the cookie binding it to this browser; `429` to a client
+    /// past its [`install_limit`](OAuthFlowBuilder::install_limit).
+    pub fn install(&self, parts: &http::request::Parts) -> Response<Bytes> {
+        let client = (self.inner.client_address)(parts);
+        if !self
+            .inner
+            .install_limit
+            .client(client, self.inner.clock.now_ms())
+        {
+            return too_many();
+        }
         let (url, nonce) = match self.authorize() {
             Ok(pair) => pair,
             Err(e) => return text(e.status(), &e.to_string()),
@@ -416,6 +517,8 @@ impl<P: OAuthProvider> OAuthFlow<P> {
                     None => text(StatusCode::OK, self.inner.installed_text),
                 }
             }
+            // A flood is answered, not logged line by line.
+            Err(OAuthError::TooManyRequests) => too_many(),
             Err(e) => {
                 tracing::warn!(platform = %platform, error = %e, "install callback refused");
                 text(e.status(), &e.to_string())
@@ -441,6 +544,12 @@ impl<P: OAuthProvider> OAuthFlow<P> {
             error: Option<String>,
         }
         let i = &self.inner;
+        if !i
+            .callback_limit
+            .client((i.client_address)(parts), i.clock.now_ms())
+        {
+            return Err(OAuthError::TooManyRequests);
+        }
         let query: Query = serde_urlencoded::from_str(parts.uri.query().unwrap_or(""))
             .map_err(|_| OAuthError::State(StateRefusal::Invalid))?;
         // The state first: nothing of the callback is acted on (not even its
@@ -452,6 +561,11 @@ impl<P: OAuthProvider> OAuthFlow<P> {
         let nonce = i
             .signer
             .check(query.state.as_deref(), i.clock.now(), cookie)?;
+        // A state of ours: the exchange it leads to is counted before the
+        // state is spent, so a callback turned away keeps its state.
+        if !i.callback_limit.overall(i.clock.now_ms()) {
+            return Err(OAuthError::TooManyRequests);
+        }
         if !i
             .spent
             .spend(&nonce, i.signer.ttl(), i.clock.now_ms())
@@ -555,6 +669,17 @@ fn empty(status: StatusCode) -> Response<Bytes> {
     r
 }
 
+/// A `429` with how long to wait.
+fn too_many() -> Response<Bytes> {
+    let mut r = text(
+        StatusCode::TOO_MANY_REQUESTS,
+        &OAuthError::TooManyRequests.to_string(),
+    );
+    r.headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("10"));
+    r
+}
+
 fn text(status: StatusCode, body: &str) -> Response<Bytes> {
     let mut r = empty(status);
     *r.body_mut() = Bytes::copy_from_slice(body.as_bytes());
@@ -567,9 +692,10 @@ fn text(status: StatusCode, body: &str) -> Response<Bytes> {
 
 /// The states already brought back.
 enum SpentStates {
-    /// In this process: nonce → when its state expires (ms).
-    Memory(Mutex<HashMap<String, u64>>),
-    /// In a shared store, under a key prefix.
+    /// In this process, bounded.
+    Memory(SpentInMemory),
+    /// In a shared store, under a key prefix (entries expire with their
+    /// state).
     Kv(Arc<dyn KvStore>, String),
 }
 
@@ -578,11 +704,13 @@ impl SpentStates {
     async fn spend(&self, nonce: &str, ttl: Duration, now_ms: u64) -> Result<bool, OAuthError> {
         match self {
             Self::Memory(spent) => {
-                let mut spent = spent.lock().unwrap_or_else(PoisonError::into_inner);
-                spent.retain(|_, expires| *expires > now_ms);
                 let expires =
                     now_ms.saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
-                Ok(spent.insert(nonce.to_owned(), expires).is_none())
+                match spent.spend(nonce, expires, now_ms) {
+                    Spend::Fresh => Ok(true),
+                    Spend::Used => Ok(false),
+                    Spend::Full => Err(OAuthError::TooManyRequests),
+                }
             }
             Self::Kv(kv, prefix) => kv
                 .set(

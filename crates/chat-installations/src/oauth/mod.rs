@@ -50,10 +50,15 @@
 
 mod error;
 mod flow;
+mod limit;
 mod provider;
 pub mod state;
 
 pub use error::{OAuthBuildError, OAuthError, safe_code};
-pub use flow::{OAuthFlow, OAuthFlowBuilder};
+pub use flow::{
+    DEFAULT_CALLBACK_LIMIT, DEFAULT_EXCHANGE_LIMIT, DEFAULT_INSTALL_LIMIT, OAuthFlow,
+    OAuthFlowBuilder,
+};
+pub use limit::RateLimit;
 pub use provider::{OAuthClient, OAuthProvider, ProviderDefaults};
 pub use state::StateRefusal;
