@@ -80,5 +80,5 @@ pub use outbound::{HistoryMessage, HistoryPage, UserInfo};
 pub use state::{
     Admission, AdmitRequest, Batch, CancelOutcome, CancelRequest, DEFAULT_DEDUPE_TTL,
     DEFAULT_SUBSCRIPTION_TTL, Decision, DropReason, Fate, Gate, Handoff, Lease, LeaseKind,
-    LeaseToken, Recovered, Release, Renewal, Report, SlotGrant, StateBackend, Waiting,
+    LeaseToken, Recovered, Release, Renewal, Report, SlotGrant, StateBackend, Sweep, Waiting,
 };

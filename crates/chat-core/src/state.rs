@@ -557,6 +557,42 @@ pub enum Recovered {
     },
 }
 
+/// One call to [`StateBackend::sweep`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Sweep {
+    /// The TTL of the leases (and reservations) the recovered runs get.
+    pub lease_ttl: Duration,
+    /// The most runs to recover.
+    pub limit: usize,
+    /// Tenants whose runs the caller has no room for: left for a later sweep
+    /// (or another replica).
+    pub skip_tenants: Vec<TenantId>,
+}
+
+impl Sweep {
+    /// Up to `limit` runs, leased for `lease_ttl`, of every tenant.
+    pub fn new(lease_ttl: Duration, limit: usize) -> Self {
+        Self {
+            lease_ttl,
+            limit,
+            skip_tenants: Vec::new(),
+        }
+    }
+
+    /// Leaves these tenants' runs alone.
+    #[must_use]
+    pub fn skip_tenants(mut self, tenants: impl IntoIterator<Item = TenantId>) -> Self {
+        self.skip_tenants = tenants.into_iter().collect();
+        self
+    }
+
+    /// Whether the runs of `scope` may be claimed.
+    pub fn wants(&self, scope: &ScopeKey) -> bool {
+        !self.skip_tenants.contains(&scope.tenant)
+    }
+}
+
 /// One call to [`StateBackend::request_cancel`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -723,10 +759,16 @@ pub trait StateBackend: KvStore + Send + Sync + 'static {
     /// [`renew`](Self::renew).
     async fn request_cancel(&self, request: CancelRequest) -> Result<CancelOutcome, StateError>;
 
-    /// Recovery: finds up to `limit` runs whose holder is gone — scopes with
-    /// waiting, in-flight or reported work and no lease; slot runs whose slot or
-    /// reservation lapsed — and gives each to the caller (see [`Recovered`]).
-    async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Recovered>, StateError>;
+    /// Recovery: finds up to [`limit`](Sweep::limit) runs whose holder is
+    /// gone — scopes with waiting, in-flight or reported work and no lease;
+    /// slot runs whose slot or reservation lapsed — and gives each to the
+    /// caller (see [`Recovered`]), leased for [`lease_ttl`](Sweep::lease_ttl).
+    ///
+    /// Fair: scopes of a tenant in [`skip_tenants`](Sweep::skip_tenants) are
+    /// not claimed (the caller has no room for them), and when more runs wait
+    /// than `limit`, successive sweeps do not start from the same ones, so
+    /// one tenant's backlog cannot starve everyone else's recovery.
+    async fn sweep(&self, request: &Sweep) -> Result<Vec<Recovered>, StateError>;
 
     /// Subscribes the bot to a thread for `ttl`: later plain messages in it are
     /// admitted. Every admission of an event of the thread while it is
@@ -838,8 +880,8 @@ impl<T: StateBackend + ?Sized> StateBackend for std::sync::Arc<T> {
         (**self).request_cancel(request).await
     }
 
-    async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Recovered>, StateError> {
-        (**self).sweep(lease_ttl, limit).await
+    async fn sweep(&self, request: &Sweep) -> Result<Vec<Recovered>, StateError> {
+        (**self).sweep(request).await
     }
 
     async fn subscribe(&self, thread: &ThreadRef, ttl: Duration) -> Result<(), StateError> {

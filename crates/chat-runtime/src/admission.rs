@@ -110,6 +110,19 @@ impl Admission {
         })
     }
 
+    /// The tenants at their own cap now.
+    pub(crate) fn tenants_at_cap(&self) -> Vec<TenantId> {
+        let Some((max, counts)) = &self.per_tenant else {
+            return Vec::new();
+        };
+        let counts = counts.lock().unwrap_or_else(PoisonError::into_inner);
+        counts
+            .iter()
+            .filter(|(_, n)| **n >= *max)
+            .map(|(t, _)| t.clone())
+            .collect()
+    }
+
     /// Places in use.
     pub(crate) fn in_use(&self, max: usize) -> usize {
         max.saturating_sub(self.global.available_permits())

@@ -103,8 +103,8 @@ impl StateBackend for Metered {
         timed("request-cancel", self.0.request_cancel(request)).await
     }
 
-    async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Recovered>, StateError> {
-        timed("sweep", self.0.sweep(lease_ttl, limit)).await
+    async fn sweep(&self, request: &chat_core::Sweep) -> Result<Vec<Recovered>, StateError> {
+        timed("sweep", self.0.sweep(request)).await
     }
 
     async fn subscribe(&self, thread: &ThreadRef, ttl: Duration) -> Result<(), StateError> {

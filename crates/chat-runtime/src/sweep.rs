@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use chat_core::{Concurrency, Recovered, Release};
+use chat_core::{Concurrency, Recovered, Release, Sweep};
 use tokio::time::Instant;
 
 use crate::holder::Holder;
@@ -49,11 +49,11 @@ async fn sweep_once(shared: &Arc<Shared>) {
         return;
     }
     let sent = Instant::now();
-    let recovered = match shared
-        .state()
-        .sweep(shared.options().lock_ttl, room.min(64))
-        .await
-    {
+    // Tenants at their cap are left out: claimed only to be handed back,
+    // they would take every place of the sweep from the other tenants.
+    let request = Sweep::new(shared.options().lock_ttl, room.min(64))
+        .skip_tenants(shared.admission().tenants_at_cap());
+    let recovered = match shared.state().sweep(&request).await {
         Ok(r) => r,
         Err(e) => {
             tracing::warn!(error = %e, "recovery sweep failed");

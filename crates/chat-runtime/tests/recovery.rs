@@ -220,3 +220,65 @@ async fn sync_hand_offs_run_within_max_detached() {
         "two hand-offs ran at once with max_detached 1: {runs:?}"
     );
 }
+
+/// A tenant at its `max_detached_per_tenant` cap does not starve the others'
+/// recovery: its orphaned runs are left out of the sweep instead of taking
+/// every place of it only to be handed back.
+#[tokio::test(start_paused = true)]
+async fn a_tenant_at_its_cap_does_not_starve_the_recovery_of_others() {
+    let env = Env::memory();
+    let stores = env.stores(2).await;
+    let (log, adapter) = (
+        support::Log::default(),
+        chat_testkit::ScriptedAdapter::new("test"),
+    );
+    let base = RuntimeOptions {
+        lock_ttl: Duration::from_secs(3),
+        sweep_interval: Some(Duration::from_millis(500)),
+        ..deferred(Concurrency::queue())
+    };
+    let r0 = Scenario::replica(
+        stores[0].clone(),
+        env.clock,
+        base.clone(),
+        log.clone(),
+        adapter.clone(),
+        true,
+    );
+    let r1 = Scenario::replica(
+        stores[1].clone(),
+        env.clock,
+        RuntimeOptions {
+            // One place for the busy run, one for a recovery per sweep.
+            max_detached: 2,
+            max_detached_per_tenant: Some(1),
+            ..base
+        },
+        log,
+        adapter,
+        true,
+    );
+    // The other replica is busy with one run of the hot tenant: at its cap.
+    assert_eq!(r1.send("busy", "busy", "sleep:60000").await, 200);
+    for i in 0..400 {
+        let id = format!("h{i}");
+        assert_eq!(r0.send(&id, &id, "first-wait-cancel").await, 200);
+    }
+    let cold = r0
+        .adapter
+        .mention("T2", "C1", "cold", "cold", "first-wait-cancel");
+    assert_eq!(r0.send_event(&cold).await, 200);
+    for op in [
+        chat_testkit::Op::Renew,
+        chat_testkit::Op::Finish,
+        chat_testkit::Op::Release,
+        chat_testkit::Op::Sweep,
+        chat_testkit::Op::Admit,
+    ] {
+        r0.faults.cut(op);
+    }
+    // The leases lapse 3 s after their last renewal; the first sweep after
+    // that (every 500 ms) recovers the cold tenant's run.
+    r1.pass(4_000).await;
+    assert_eq!(r1.outcome("cold"), Some(Outcome::Ran));
+}

@@ -52,7 +52,7 @@ mod split;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -61,7 +61,7 @@ use bytes::Bytes;
 use chat_core::{
     Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, ForceRelease, Handoff,
     KvStore, Lease, LeaseToken, Platform, Recovered, Release, Renewal, ScopeFilter, ScopeKey,
-    ScopeTag, ScopeView, SetMode, SlotGrant, StateBackend, StateError, TenantId, ThreadRef,
+    ScopeTag, ScopeView, SetMode, SlotGrant, StateBackend, StateError, Sweep, TenantId, ThreadRef,
 };
 use tokio::time::Instant;
 
@@ -83,6 +83,8 @@ pub struct MemoryState {
     /// across restarts of a process that writes them to its own store.
     fence: AtomicU64,
     kv: Mutex<HashMap<String, KvEntry>>,
+    /// Where the next sweep starts in the list of recoverable scopes.
+    sweep_start: AtomicUsize,
 }
 
 #[derive(Debug)]
@@ -118,6 +120,7 @@ impl MemoryState {
             hasher: RandomState::new(),
             fence: AtomicU64::new(wall_clock_micros()),
             kv: Mutex::new(HashMap::new()),
+            sweep_start: AtomicUsize::new(0),
         }
     }
 
@@ -205,18 +208,36 @@ impl StateBackend for MemoryState {
             .request_cancel(&request, Instant::now()))
     }
 
-    async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Recovered>, StateError> {
+    async fn sweep(&self, request: &Sweep) -> Result<Vec<Recovered>, StateError> {
         let now = Instant::now();
         // Expired KV entries go here too, not only when read: a key written
         // once and never read again must not stay for the process's life.
         lock(&self.kv).retain(|_, e| e.live(now));
+        let mut scopes: Vec<ScopeKey> = self
+            .shards
+            .iter()
+            .flat_map(|shard| lock(shard).recoverable(request, now))
+            .collect();
+        // Each sweep starts where the last one stopped, so a limit reached
+        // early does not always favour the same scopes.
+        if !scopes.is_empty() {
+            let start = self.sweep_start.load(Ordering::Relaxed) % scopes.len();
+            scopes.rotate_left(start);
+        }
         let mut recovered = Vec::new();
-        for shard in self.shards.iter() {
-            if recovered.len() >= limit {
+        for scope in scopes {
+            if recovered.len() >= request.limit {
                 break;
             }
-            let room = limit - recovered.len();
-            recovered.extend(lock(shard).sweep(lease_ttl, room, now, || self.next_fence()));
+            self.sweep_start.fetch_add(1, Ordering::Relaxed);
+            let room = request.limit - recovered.len();
+            recovered.extend(self.shard(scope.tag()).recover(
+                &scope,
+                request.lease_ttl,
+                room,
+                now,
+                || self.next_fence(),
+            ));
         }
         Ok(recovered)
     }
@@ -362,7 +383,9 @@ mod tests {
             .await?;
         assert_eq!(lock(&state.kv).len(), 101);
         tokio::time::advance(Duration::from_secs(2)).await;
-        state.sweep(Duration::from_secs(30), 10).await?;
+        state
+            .sweep(&Sweep::new(Duration::from_secs(30), 10))
+            .await?;
         assert_eq!(
             lock(&state.kv).len(),
             1,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chat_core::{
     Admission, AdmitRequest, CancelOutcome, CancelRequest, Concurrency, Decision, DedupeKey,
     ForceRelease, Gate, Handoff, Lease, LeaseToken, Platform, Recovered, Release, Renewal,
-    ScopeFilter, ScopeKey, ScopeTag, ScopeView, SlotGrant, StateError, TenantId, ThreadRef,
+    ScopeFilter, ScopeKey, ScopeTag, ScopeView, SlotGrant, StateError, Sweep, TenantId, ThreadRef,
 };
 use tokio::time::Instant;
 
@@ -190,25 +190,30 @@ impl Shard {
             .is_some_and(|until| *until > now)
     }
 
-    pub(crate) fn sweep(
-        &mut self,
-        lease_ttl: Duration,
-        limit: usize,
-        now: Instant,
-        mut next_fence: impl FnMut() -> u64,
-    ) -> Vec<Recovered> {
+    /// The scopes here with runs to recover that `request` wants.
+    pub(crate) fn recoverable(&mut self, request: &Sweep, now: Instant) -> Vec<ScopeKey> {
         self.subscriptions.retain(|_, until| *until > now);
-        let mut out = Vec::new();
-        for (scope, state) in &mut self.scopes {
-            if out.len() >= limit {
-                break;
-            }
-            if state.needs_recovery(now) {
-                let room = limit - out.len();
-                out.extend(state.recover(scope, lease_ttl, room, now, &mut next_fence));
-            }
+        self.scopes
+            .iter_mut()
+            .filter_map(|(scope, state)| {
+                (request.wants(scope) && state.needs_recovery(now)).then(|| scope.clone())
+            })
+            .collect()
+    }
+
+    /// Recovers up to `room` runs of `scope`.
+    pub(crate) fn recover(
+        &mut self,
+        scope: &ScopeKey,
+        ttl: Duration,
+        room: usize,
+        now: Instant,
+        next_fence: impl FnMut() -> u64,
+    ) -> Vec<Recovered> {
+        match self.scopes.get_mut(scope) {
+            Some(state) => state.recover(scope, ttl, room, now, next_fence),
+            None => Vec::new(),
         }
-        out
     }
 }
 

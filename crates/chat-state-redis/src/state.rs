@@ -10,7 +10,7 @@ use chat_core::{
     Admission, AdmitRequest, CancelOutcome, CancelRequest, Concurrency, ConcurrentOptions,
     Decision, DedupeKey, DropReason, ForceRelease, Gate, Handoff, KvStore, Lease, LeaseKind,
     LeaseToken, OnFull, Platform, Recovered, Release, Renewal, ScopeFilter, ScopeKey, ScopeView,
-    SetMode, SlotGrant, StateBackend, StateError, TenantId, ThreadRef,
+    SetMode, SlotGrant, StateBackend, StateError, Sweep, TenantId, ThreadRef,
 };
 use futures_util::future::join_all;
 use redis::aio::ConnectionLike;
@@ -709,14 +709,25 @@ impl StateBackend for RedisState {
         }
     }
 
-    async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Recovered>, StateError> {
+    async fn sweep(&self, request: &Sweep) -> Result<Vec<Recovered>, StateError> {
+        let (lease_ttl, limit) = (request.lease_ttl, request.limit);
         let mut recovered = Vec::new();
         if limit == 0 {
             return Ok(recovered);
         }
-        let mut members = self.orphan_candidates(limit).await?;
+        // Read past the limit by the skipped tenants' share, so that their
+        // scopes do not crowd out the others'.
+        let mut members = self
+            .orphan_candidates(limit.saturating_mul(2).max(limit + 16))
+            .await?;
         members.sort();
         members.dedup();
+        // Claims start at a random place of the list, so a limit reached
+        // early does not favour the same scopes sweep after sweep.
+        if !members.is_empty() {
+            let start = usize::try_from(rand::random::<u64>() % members.len() as u64).unwrap_or(0);
+            members.rotate_left(start);
+        }
         for member in members {
             if recovered.len() >= limit {
                 break;
@@ -725,6 +736,9 @@ impl StateBackend for RedisState {
                 tracing::warn!("chat-state-redis: unreadable scope in an orphan index");
                 continue;
             };
+            if !request.wants(&scope) {
+                continue;
+            }
             // One scope's failure (a lost reply: the claim may have run, and its
             // lease lapses in one TTL) never costs the others their turn.
             match self.claim(&member, scope, lease_ttl).await {

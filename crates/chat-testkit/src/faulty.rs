@@ -224,11 +224,11 @@ impl StateBackend for FaultyState {
         .await
     }
 
-    async fn sweep(&self, lease_ttl: Duration, limit: usize) -> Result<Vec<Recovered>, StateError> {
-        let inner = Arc::clone(&self.inner);
+    async fn sweep(&self, request: &chat_core::Sweep) -> Result<Vec<Recovered>, StateError> {
+        let (inner, request) = (Arc::clone(&self.inner), request.clone());
         self.apply(Op::Sweep, move || {
-            let inner = Arc::clone(&inner);
-            async move { inner.sweep(lease_ttl, limit).await }
+            let (inner, request) = (Arc::clone(&inner), request.clone());
+            async move { inner.sweep(&request).await }
         })
         .await
     }

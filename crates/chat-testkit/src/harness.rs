@@ -172,6 +172,11 @@ impl Harness {
         self.t(3)
     }
 
+    /// A sweep of up to 1,000 runs, leased for [`lease_ttl`](Self::lease_ttl).
+    pub fn sweep_request(&self) -> chat_core::Sweep {
+        chat_core::Sweep::new(self.lease_ttl(), 1000)
+    }
+
     /// The dedupe TTL cases use: 20 units.
     pub fn dedupe_ttl(&self) -> Duration {
         self.t(20)

@@ -633,7 +633,11 @@ impl Scenario {
     /// The threads' scopes are held by nobody and their work is ready for
     /// another replica at once: one sweep recovers every one of them.
     pub async fn assert_recoverable_now(&self, threads: &[&str]) {
-        let recovered = self.state.sweep(self.clock.ms(30_000), 1000).await.unwrap();
+        let recovered = self
+            .state
+            .sweep(&chat_core::Sweep::new(self.clock.ms(30_000), 1000))
+            .await
+            .unwrap();
         for thread in threads {
             let scope = self.adapter.thread("T1", "C1", thread).thread_scope();
             assert!(
@@ -740,8 +744,8 @@ impl StateBackend for Hooked {
     async fn request_cancel(&self, r: CancelRequest) -> Result<CancelOutcome, StateError> {
         self.inner.request_cancel(r).await
     }
-    async fn sweep(&self, ttl: Duration, limit: usize) -> Result<Vec<Recovered>, StateError> {
-        self.inner.sweep(ttl, limit).await
+    async fn sweep(&self, request: &chat_core::Sweep) -> Result<Vec<Recovered>, StateError> {
+        self.inner.sweep(request).await
     }
     async fn subscribe(&self, t: &ThreadRef, ttl: Duration) -> Result<(), StateError> {
         self.inner.subscribe(t, ttl).await

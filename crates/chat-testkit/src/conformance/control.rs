@@ -2,9 +2,10 @@
 
 use chat_core::{
     CancelOutcome, CancelRequest, Concurrency, DebounceOptions, Handoff, Lease, Recovered, Release,
-    Renewal, ScopeKey,
+    Renewal, ScopeKey, Sweep, TenantId, ThreadRef,
 };
 
+use crate::ScriptedAdapter;
 use crate::harness::{Harness, expect_handoff_run, expect_hold, expect_run, ids, ok};
 
 async fn cancel(h: &Harness, thread: &chat_core::ThreadRef, id: &str) -> CancelOutcome {
@@ -105,13 +106,63 @@ pub async fn sweep_ignores_held_and_idle_scopes(h: Harness) {
     h.admit(&held, "b", Concurrency::queue()).await;
     let mut l2 = expect_run(&h.admit(&idle, "c", Concurrency::queue()).await);
     h.finish(&mut l2).await;
-    let leases = ok("sweep", h.backend().sweep(h.lease_ttl(), 1000).await);
+    let leases = ok("sweep", h.backend().sweep(&h.sweep_request()).await);
     let tenant = h.tenant();
     assert!(
         leases.iter().all(|r| recovered_tenant(r) != tenant),
         "sweep claimed a scope of this case: {leases:?}"
     );
     assert!(matches!(h.renew(&lease).await, Renewal::Renewed { .. }));
+}
+
+/// A sweep claims nothing of a tenant it is told to skip (the caller has no
+/// room for it), so that tenant's backlog leaves the sweep's places to the
+/// others; and when more runs wait than the sweep's limit, successive sweeps
+/// do not start from the same ones.
+pub async fn sweep_skips_tenants_and_rotates_through_a_backlog(h: Harness) {
+    let hot = h.tenant().to_owned();
+    let cold = format!("{hot}-cold");
+    for i in 0..5 {
+        let t = h.thread(&format!("hot{i}"));
+        expect_run(&h.admit(&t, &format!("h{i}"), Concurrency::queue()).await);
+    }
+    let cold_thread = ThreadRef::new(ScriptedAdapter::PLATFORM, cold.as_str(), "C1", "cold");
+    expect_run(&h.admit(&cold_thread, "c", Concurrency::queue()).await);
+    h.advance(h.lease_ttl() + h.t(1)).await;
+    let ours = |r: &Recovered| [hot.as_str(), cold.as_str()].contains(&recovered_tenant(r));
+    // Skipping the hot tenant: the cold one's run, though the hot one's came
+    // first in any order.
+    let skip = h
+        .sweep_request()
+        .skip_tenants([TenantId::new(hot.as_str())]);
+    let got = ok("sweep", h.backend().sweep(&skip).await);
+    assert!(got.iter().all(|r| recovered_tenant(r) != hot), "{got:?}");
+    let cold_got: Vec<&Recovered> = got.iter().filter(|r| ours(r)).collect();
+    assert_eq!(cold_got.len(), 1, "{got:?}");
+    release_all(&h, &got).await;
+    // One at a time, each claim handed back: the sweeps do not all pick the
+    // same scope.
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..40 {
+        let one = Sweep::new(h.lease_ttl(), 1).skip_tenants([TenantId::new(cold.as_str())]);
+        let got = ok("sweep", h.backend().sweep(&one).await);
+        for r in got.iter().filter(|r| ours(r)) {
+            if let Recovered::Scope(lease) = r {
+                seen.insert(lease.scope().clone());
+            }
+        }
+        release_all(&h, &got).await;
+    }
+    assert!(seen.len() >= 2, "40 sweeps of one claimed only {seen:?}");
+}
+
+/// Hands every recovered run back, for the next sweep.
+async fn release_all(h: &Harness, recovered: &[Recovered]) {
+    for r in recovered {
+        if let Recovered::Scope(lease) = r {
+            h.release(lease, Release::HandBack).await;
+        }
+    }
 }
 
 /// A sweep also recovers a debounce event left pending by a dead holder.
@@ -163,7 +214,7 @@ pub async fn release_with_a_stale_token_changes_nothing(h: Harness) {
 
 /// The scopes a sweep recovered on `scope`.
 pub(crate) async fn recovered_scopes(h: &Harness, scope: &ScopeKey) -> Vec<Lease> {
-    ok("sweep", h.backend().sweep(h.lease_ttl(), 1000).await)
+    ok("sweep", h.backend().sweep(&h.sweep_request()).await)
         .into_iter()
         .filter_map(|r| match r {
             Recovered::Scope(lease) if lease.scope() == scope => Some(lease),

@@ -187,7 +187,7 @@ pub async fn force_release_of_a_slot_leaves_its_run_for_recovery(h: Harness) {
         [b.fence()]
     );
     assert_eq!(view.in_flight.len(), 2, "a's run stays for recovery");
-    let recovered = ok("sweep", h.backend().sweep(h.lease_ttl(), 1000).await);
+    let recovered = ok("sweep", h.backend().sweep(&h.sweep_request()).await);
     let ran_again = recovered.iter().any(|r| match r {
         chat_core::Recovered::Slot {
             scope: s, batch, ..

@@ -121,6 +121,7 @@ macro_rules! __conformance_cases {
             sweep_claims_an_orphaned_queue,
             sweep_ignores_held_and_idle_scopes,
             sweep_claims_an_orphaned_debounce_pending,
+            sweep_skips_tenants_and_rotates_through_a_backlog,
             replay_admit_returns_the_same_run,
             replay_admit_after_its_lease_lapsed_is_stored,
             replay_admit_of_queued_and_dropped_decisions,

@@ -92,7 +92,7 @@ pub async fn concurrent_slot_expires_and_its_run_is_recovered(h: Harness) {
     h.advance(h.lease_ttl() + h.t(1)).await;
     assert!(matches!(h.renew(&a).await, Renewal::Lost));
     let mut b = expect_run(&h.admit(&t, "b", bounded(1)).await);
-    let recovered = ok("sweep", h.backend().sweep(h.lease_ttl(), 1000).await);
+    let recovered = ok("sweep", h.backend().sweep(&h.sweep_request()).await);
     let Some((scope, token, batch)) = recovered.into_iter().find_map(|r| match r {
         Recovered::Slot {
             scope,
@@ -129,7 +129,7 @@ pub async fn concurrent_handed_back_run_is_recovered_at_once(h: Harness) {
     let t = h.thread("1");
     let a = expect_run(&h.admit(&t, "a", bounded(1)).await);
     assert!(h.release(&a, Release::HandBack).await);
-    let recovered = ok("sweep", h.backend().sweep(h.lease_ttl(), 1000).await);
+    let recovered = ok("sweep", h.backend().sweep(&h.sweep_request()).await);
     let batch = recovered
         .into_iter()
         .find_map(|r| match r {
@@ -152,7 +152,7 @@ pub async fn concurrent_recovered_run_keeps_the_concurrency_it_was_admitted_with
     assert!(h.release(&b, Release::HandBack).await);
     h.advance(h.lease_ttl() + h.t(1)).await;
     assert!(matches!(h.renew(&a).await, Renewal::Lost));
-    let recovered = ok("sweep", h.backend().sweep(h.lease_ttl(), 1000).await);
+    let recovered = ok("sweep", h.backend().sweep(&h.sweep_request()).await);
     let bound_of = |id: &str| {
         recovered.iter().find_map(|r| match r {
             Recovered::Slot {
