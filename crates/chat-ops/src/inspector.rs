@@ -16,6 +16,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use ring::hmac;
 
 use crate::page::{self, Flash, Snapshot};
+use crate::session::{Attempt, LoginGuard, Sessions};
 
 /// The session cookie's name.
 const COOKIE: &str = "chat_inspect";
@@ -53,6 +54,9 @@ pub struct InspectorBuilder {
     base_path: String,
     refresh: Duration,
     expiring: Duration,
+    session_ttl: Duration,
+    secure_cookie: Option<bool>,
+    max_failed_logins: u64,
 }
 
 impl std::fmt::Debug for InspectorBuilder {
@@ -87,6 +91,28 @@ impl InspectorBuilder {
         self
     }
 
+    /// How long a login lasts (default 8 hours); logging out ends it sooner.
+    pub fn session_ttl(mut self, ttl: Duration) -> Self {
+        self.session_ttl = ttl;
+        self
+    }
+
+    /// Whether the session cookie is `Secure` (sent over https only).
+    /// Default `None`: when the request came over https, or through a proxy
+    /// that says so (`X-Forwarded-Proto: https`).
+    pub fn secure_cookie(mut self, secure: Option<bool>) -> Self {
+        self.secure_cookie = secure;
+        self
+    }
+
+    /// Wrong tokens accepted per minute (default 10); past it, logins are
+    /// refused with `429` until the minute ends, and one log line says how
+    /// many there were.
+    pub fn max_failed_logins(mut self, per_minute: u64) -> Self {
+        self.max_failed_logins = per_minute;
+        self
+    }
+
     /// Builds the service.
     pub fn build(self) -> Result<Inspector, InspectorError> {
         if self.token.chars().count() < 16 {
@@ -96,15 +122,15 @@ impl InspectorBuilder {
             return Err(InspectorError::BadBasePath);
         }
         let key = hmac::Key::new(hmac::HMAC_SHA256, self.token.as_bytes());
-        let session = hex::encode(hmac::sign(&key, b"chat-inspect session v1"));
-        let csrf = hex::encode(hmac::sign(&key, b"chat-inspect csrf v1"));
+        let kv: Arc<dyn chat_core::KvStore> = self.bot.state().clone();
         Ok(Inspector {
             inner: Arc::new(Inner {
-                bot: self.bot,
                 token_tag: hmac::sign(&key, self.token.as_bytes()),
+                sessions: Sessions::new(kv, self.session_ttl, key.clone()),
+                logins: LoginGuard::new(self.max_failed_logins),
+                secure_cookie: self.secure_cookie,
                 key,
-                session,
-                csrf,
+                bot: self.bot,
                 base: self.base_path,
                 refresh: self.refresh,
                 expiring: self.expiring,
@@ -129,13 +155,14 @@ impl std::fmt::Debug for Inspector {
 
 struct Inner {
     bot: Bot,
-    /// HMAC keyed by the token: signs the session cookie and the CSRF value.
+    /// HMAC keyed by the token: compares presented tokens.
     key: hmac::Key,
     /// The token's own tag: a presented bearer token is compared by its tag,
     /// in constant time.
     token_tag: hmac::Tag,
-    session: String,
-    csrf: String,
+    sessions: Sessions,
+    logins: LoginGuard,
+    secure_cookie: Option<bool>,
     base: String,
     refresh: Duration,
     expiring: Duration,
@@ -150,22 +177,51 @@ impl Inspector {
             base_path: "/inspect".to_owned(),
             refresh: Duration::from_secs(5),
             expiring: Duration::from_secs(10),
+            session_ttl: Duration::from_secs(8 * 60 * 60),
+            secure_cookie: None,
+            max_failed_logins: 10,
         }
     }
 }
 
 /// How a request proved who it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Auth {
     None,
     /// `Authorization: Bearer`: a tool; no CSRF check.
     Bearer,
-    /// The session cookie: a browser; forms carry the CSRF value.
-    Cookie,
+    /// A session cookie (its session id): a browser; forms carry the
+    /// session's CSRF value.
+    Cookie(String),
+}
+
+fn now_ms() -> u64 {
+    chat_core::clock::millis(std::time::SystemTime::now())
 }
 
 impl Inner {
-    fn auth(&self, parts: &http::request::Parts) -> Auth {
+    /// The session cookie for `value` (empty: cleared), `Secure` when the
+    /// request came over https.
+    fn cookie(&self, parts: &http::request::Parts, value: &str, max_age: Duration) -> String {
+        let https = parts.uri.scheme_str() == Some("https")
+            || parts
+                .headers
+                .get("x-forwarded-proto")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.eq_ignore_ascii_case("https"));
+        let secure = if self.secure_cookie.unwrap_or(https) {
+            "; Secure"
+        } else {
+            ""
+        };
+        format!(
+            "{COOKIE}={value}; HttpOnly; SameSite=Strict; Path={}; Max-Age={}{secure}",
+            self.base,
+            max_age.as_secs()
+        )
+    }
+
+    async fn auth(&self, parts: &http::request::Parts) -> Auth {
         if let Some(bearer) = parts
             .headers
             .get(header::AUTHORIZATION)
@@ -183,11 +239,8 @@ impl Inner {
             .flat_map(|v| v.split(';'))
             .filter_map(|c| c.trim().strip_prefix(COOKIE)?.strip_prefix('='));
         for value in cookies {
-            let Ok(tag) = hex::decode(value) else {
-                continue;
-            };
-            if hmac::verify(&self.key, b"chat-inspect session v1", &tag).is_ok() {
-                return Auth::Cookie;
+            if self.sessions.is_open(value).await {
+                return Auth::Cookie(value.to_owned());
             }
         }
         Auth::None
@@ -218,22 +271,50 @@ impl Inner {
         let (parts, body) = request.into_parts();
         let path = parts.uri.path().trim_end_matches('/');
         let query = parts.uri.query().unwrap_or("");
-        let auth = self.auth(&parts);
+        let auth = self.auth(&parts).await;
+        let csrf = match &auth {
+            Auth::Cookie(id) => self.sessions.csrf(id),
+            _ => String::new(),
+        };
         match (&parts.method, path) {
             (&Method::POST, "/login") => {
+                if self.logins.attempt(now_ms()) == Attempt::Refused {
+                    return text(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        "too many wrong tokens; try again in a minute",
+                    );
+                }
                 let form = form(body).await;
                 if form.iter().any(|(k, v)| k == "token" && self.is_token(v)) {
-                    let cookie = format!(
-                        "{COOKIE}={}; HttpOnly; SameSite=Strict; Path={}",
-                        self.session, self.base
-                    );
-                    return redirect(&self.base, Some(&cookie));
+                    return match self.sessions.open().await {
+                        Ok(id) => {
+                            let cookie = self.cookie(&parts, &id, self.sessions.ttl());
+                            redirect(&self.base, Some(&cookie))
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "inspector: a session could not be stored");
+                            text(
+                                StatusCode::SERVICE_UNAVAILABLE,
+                                "the state backend did not answer",
+                            )
+                        }
+                    };
                 }
-                tracing::warn!(name: "inspector-login-refused", "inspector: a wrong token");
+                self.logins.failed(now_ms());
                 html(
                     StatusCode::UNAUTHORIZED,
                     page::login(&self.base, Some("That token is not the one.")),
                 )
+            }
+            (&Method::POST, "/logout") => {
+                let form = form(body).await;
+                if let Auth::Cookie(id) = &auth
+                    && form.iter().any(|(k, v)| k == "csrf" && *v == csrf)
+                {
+                    self.sessions.close(id).await;
+                }
+                let cleared = self.cookie(&parts, "", Duration::ZERO);
+                redirect(&self.base, Some(&cleared))
             }
             (_, _) if auth == Auth::None => {
                 if parts.method == Method::GET && path.is_empty() {
@@ -248,7 +329,7 @@ impl Inner {
                 let flash = flash(query);
                 html(
                     StatusCode::OK,
-                    page::inspector(&self.base, &self.csrf, self.refresh, &snapshot, flash),
+                    page::inspector(&self.base, &csrf, self.refresh, &snapshot, flash),
                 )
             }
             (&Method::GET, "/scopes.json") => {
@@ -272,7 +353,7 @@ impl Inner {
                         .find(|(k, _)| k == name)
                         .map(|(_, v)| v.as_str())
                 };
-                if auth == Auth::Cookie && field("csrf") != Some(self.csrf.as_str()) {
+                if matches!(auth, Auth::Cookie(_)) && field("csrf") != Some(csrf.as_str()) {
                     return text(StatusCode::FORBIDDEN, "a form from elsewhere");
                 }
                 let (Some(scope), Some(fence)) = (

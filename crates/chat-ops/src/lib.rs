@@ -44,6 +44,7 @@ use serde_json::{Value, json};
 
 mod inspector;
 mod page;
+mod session;
 
 pub use inspector::{Inspector, InspectorBuilder, InspectorError};
 

@@ -174,6 +174,10 @@ pub(crate) fn inspector(
         (head("chat-rs inspector", Some((refresh, base))))
         body {
             h1 { "chat-rs inspector" }
+            form method="post" action={ (base) "/logout" } {
+                input type="hidden" name="csrf" value=(csrf);
+                button type="submit" { "Log out" }
+            }
             p.muted { "Every replica's scopes, from the shared state; this process's runs and outcomes. Reloads every " (human(refresh)) "." }
             @if let Some(f) = flash {
                 p.flash.(f.outcome) id="flash" {

@@ -189,6 +189,126 @@ async fn the_token_guards_every_route_and_the_login_sets_a_strict_cookie() -> Te
     Ok(())
 }
 
+/// Logs in; returns the `Set-Cookie` value and the `name=value` part.
+async fn login(
+    inspector: &Inspector,
+    headers: &[(&str, &str)],
+) -> Result<(String, String), Box<dyn std::error::Error>> {
+    let mut r = post("/login", &[("token", TOKEN)], None)?;
+    for (k, v) in headers {
+        r.headers_mut().insert(
+            header::HeaderName::from_bytes(k.as_bytes())?,
+            header::HeaderValue::from_str(v)?,
+        );
+    }
+    let answer = call(inspector, r).await?;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
+    let cookie = answer
+        .headers
+        .get(header::SET_COOKIE)
+        .ok_or("no cookie")?
+        .to_str()?
+        .to_owned();
+    let session = cookie.split(';').next().ok_or("empty cookie")?.to_owned();
+    Ok((cookie, session))
+}
+
+async fn signed_in(
+    inspector: &Inspector,
+    session: &str,
+) -> Result<bool, Box<dyn std::error::Error>> {
+    let page = call(inspector, get("/", Some(("cookie", session)))?).await?;
+    Ok(page.body.contains("Busy scopes"))
+}
+
+/// Every login gets a session of its own, which expires with its TTL and
+/// ends at logout (on every replica sharing the state), with the page's CSRF
+/// value its own too; the cookie is `Secure` behind a proxy that says the
+/// request came over https.
+#[tokio::test(start_paused = true)]
+async fn each_login_is_a_session_of_its_own_that_expires_and_logs_out() -> TestResult {
+    let adapter = ScriptedAdapter::new("scripted");
+    let (bot, _) = bot(&adapter)?;
+    let inspector = Inspector::builder(bot.clone(), TOKEN)
+        .session_ttl(Duration::from_secs(3600))
+        .build()?;
+    let (cookie_a, a) = login(&inspector, &[]).await?;
+    let (_, b) = login(&inspector, &[]).await?;
+    assert_ne!(a, b, "two logins, two sessions");
+    assert!(cookie_a.contains("Max-Age=3600"), "{cookie_a}");
+    assert!(!cookie_a.contains("Secure"), "plain http: {cookie_a}");
+    let (secure, _) = login(&inspector, &[("x-forwarded-proto", "https")]).await?;
+    assert!(secure.contains("; Secure"), "{secure}");
+    assert!(signed_in(&inspector, &a).await? && signed_in(&inspector, &b).await?);
+    // Another replica's inspector on the same state knows the session.
+    let other = Inspector::builder(bot.clone(), TOKEN).build()?;
+    assert!(signed_in(&other, &a).await?);
+
+    // Logout needs the session's own CSRF value; then the session is gone.
+    let page = call(&inspector, get("/", Some(("cookie", &a)))?).await?;
+    let csrf = page
+        .body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .ok_or("no csrf field")?
+        .to_owned();
+    let page_b = call(&inspector, get("/", Some(("cookie", &b)))?).await?;
+    assert!(
+        !page_b.body.contains(&csrf),
+        "a session's CSRF value is its own"
+    );
+    let logout = call(
+        &inspector,
+        post("/logout", &[("csrf", &csrf)], Some(("cookie", &a)))?,
+    )
+    .await?;
+    assert!(
+        logout
+            .headers
+            .get(header::SET_COOKIE)
+            .and_then(|c| c.to_str().ok())
+            .is_some_and(|c| c.contains("Max-Age=0")),
+        "the cookie is cleared"
+    );
+    assert!(!signed_in(&inspector, &a).await?);
+    assert!(signed_in(&inspector, &b).await?);
+
+    // A session lasts its TTL.
+    tokio::time::advance(Duration::from_secs(3601)).await;
+    assert!(!signed_in(&inspector, &b).await?);
+    Ok(())
+}
+
+/// Past ten wrong tokens in a minute, logins are refused (even with the
+/// right token) until the minute ends; bearer tools are unaffected.
+#[tokio::test]
+async fn wrong_tokens_past_the_limit_refuse_logins_for_the_minute() -> TestResult {
+    let adapter = ScriptedAdapter::new("scripted");
+    let (bot, _) = bot(&adapter)?;
+    let inspector = Inspector::builder(bot, TOKEN)
+        .max_failed_logins(3)
+        .build()?;
+    for _ in 0..3 {
+        let wrong = call(
+            &inspector,
+            post("/login", &[("token", "wrong-token-xxxxxxxx")], None)?,
+        )
+        .await?;
+        assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    }
+    let right = call(&inspector, post("/login", &[("token", TOKEN)], None)?).await?;
+    assert_eq!(right.status, StatusCode::TOO_MANY_REQUESTS);
+    let bearer = format!("Bearer {TOKEN}");
+    let json = call(
+        &inspector,
+        get("/scopes.json", Some(("authorization", &bearer)))?,
+    )
+    .await?;
+    assert_eq!(json.status, StatusCode::OK);
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_stale_fence_is_refused_and_the_current_one_hands_the_queue_over() -> TestResult {
     let adapter = ScriptedAdapter::new("scripted");
