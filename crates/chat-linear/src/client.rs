@@ -176,9 +176,9 @@ impl GraphqlClient {
         if status == http::StatusCode::TOO_MANY_REQUESTS {
             return Attempt::RateLimited(wait);
         }
-        let bytes = match response.bytes().await {
+        let bytes = match crate::http::read_capped(response, crate::http::MAX_ANSWER_BYTES).await {
             Ok(b) => b,
-            Err(e) => return Attempt::Done(Err(AdapterError::Transport(Box::new(e)))),
+            Err(e) => return Attempt::Done(Err(e)),
         };
         let parsed: Response = match serde_json::from_slice(&bytes) {
             Ok(p) => p,

@@ -164,6 +164,7 @@ mod adapter;
 mod client;
 mod error;
 mod first;
+mod http;
 pub mod inbound;
 mod json;
 pub mod markdown;
@@ -184,6 +185,7 @@ pub use adapter::{
 pub use chat_core::{Clock, SystemClock};
 pub use chat_installations::oauth::{OAuthBuildError, OAuthError, StateRefusal};
 pub use error::BuildError;
+pub use http::MAX_ANSWER_BYTES;
 pub use oauth::{
     ClientAuth, DEFAULT_AUTHORIZE_URL, DEFAULT_SCOPES, DEFAULT_STATE_COOKIE, DEFAULT_TOKEN_URL,
     LinearOAuth, LinearOAuthBuilder, LinearOAuthProvider, LinearOAuthProviderBuilder,

@@ -175,14 +175,7 @@ impl LinearOAuthProviderBuilder {
         if self.request_timeout.is_zero() {
             return Err(BuildError::OAuth("request_timeout is zero"));
         }
-        let http = reqwest::Client::builder()
-            .user_agent(concat!(
-                "chat-rs/",
-                env!("CARGO_PKG_VERSION"),
-                " (chat-linear)"
-            ))
-            .build()
-            .map_err(|e| BuildError::HttpClient(Box::new(e)))?;
+        let http = crate::http::client()?;
         Ok(LinearOAuthProvider {
             token_url: http_url(&self.token_url, "token_url is not an http(s) URL")?,
             graphql_url: http_url(&self.graphql_url, "graphql_url is not an http(s) URL")?,
@@ -251,10 +244,9 @@ impl LinearOAuthProvider {
             .await
             .map_err(|e| OAuthError::Transport(AdapterError::Transport(Box::new(e))))?;
         let status = response.status();
-        let bytes = response
-            .bytes()
+        let bytes = crate::http::read_capped(response, crate::http::MAX_ANSWER_BYTES)
             .await
-            .map_err(|e| OAuthError::Transport(AdapterError::Transport(Box::new(e))))?;
+            .map_err(OAuthError::Transport)?;
         let answer: TokenAnswer = serde_json::from_slice(&bytes).unwrap_or_default();
         if let Some(code) = answer.error.as_deref().filter(|c| !c.is_empty()) {
             return Err(OAuthError::Refused(safe_code(code)));
@@ -284,10 +276,9 @@ impl LinearOAuthProvider {
             .await
             .map_err(|e| OAuthError::Transport(AdapterError::Transport(Box::new(e))))?;
         let status = response.status();
-        let bytes = response
-            .bytes()
+        let bytes = crate::http::read_capped(response, crate::http::MAX_ANSWER_BYTES)
             .await
-            .map_err(|e| OAuthError::Transport(AdapterError::Transport(Box::new(e))))?;
+            .map_err(OAuthError::Transport)?;
         if !status.is_success() {
             return Err(OAuthError::Transport(AdapterError::Status(status)));
         }

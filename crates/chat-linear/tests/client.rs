@@ -588,3 +588,41 @@ async fn a_failed_first_thought_is_not_raised() {
         .await;
     assert_eq!(fake.calls().len(), 1);
 }
+
+/// A redirect is not followed (it could carry the token to another host):
+/// the call fails with the 3xx status and nothing reaches the other place.
+#[tokio::test]
+async fn a_redirect_is_not_followed() {
+    let (fake, linear) = setup().await;
+    let elsewhere = FakeLinear::start().await;
+    fake.enqueue_any(
+        LinearReply::raw(StatusCode::TEMPORARY_REDIRECT, "").with_header(
+            http::header::LOCATION,
+            http::HeaderValue::from_str(elsewhere.endpoint()).unwrap(),
+        ),
+    );
+    let thread = session_thread(ORG, Some(ISSUE), SESSION);
+    let err = linear
+        .post(&thread, &OutboundMessage::text("hi"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, AdapterError::Status(StatusCode::TEMPORARY_REDIRECT)),
+        "{err:?}"
+    );
+    assert!(elsewhere.calls().is_empty(), "the redirect was followed");
+}
+
+/// An answer larger than `MAX_ANSWER_BYTES` is refused, not read into memory.
+#[tokio::test]
+async fn an_oversized_answer_is_refused() {
+    let (fake, linear) = setup().await;
+    let huge = vec![b' '; chat_linear::MAX_ANSWER_BYTES + 1];
+    fake.enqueue_any(LinearReply::raw(StatusCode::OK, huge));
+    let thread = session_thread(ORG, Some(ISSUE), SESSION);
+    let err = linear
+        .post(&thread, &OutboundMessage::text("hi"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AdapterError::Transport(_)), "{err:?}");
+}

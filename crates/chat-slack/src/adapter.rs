@@ -85,6 +85,9 @@ pub struct SlackAdapter {
     clock: Arc<dyn Clock>,
     texts: Texts,
     delayed_events: bool,
+    /// Where a `response_url` may point: these https hosts, and the Web API's
+    /// own origin.
+    response_hosts: Vec<String>,
 }
 
 impl fmt::Debug for SlackAdapter {
@@ -124,7 +127,11 @@ pub struct SlackAdapterBuilder {
     retry_budget: Duration,
     request_timeout: Duration,
     proxy: Proxy,
+    response_hosts: Vec<String>,
 }
+
+/// The hosts of the `response_url`s Slack hands out: `hooks.slack.com`.
+pub const DEFAULT_RESPONSE_URL_HOSTS: &[&str] = &["hooks.slack.com"];
 
 impl fmt::Debug for SlackAdapterBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -165,6 +172,10 @@ impl Default for SlackAdapterBuilder {
             retry_budget: Duration::from_secs(30),
             request_timeout: Duration::from_secs(10),
             proxy: Proxy::default(),
+            response_hosts: DEFAULT_RESPONSE_URL_HOSTS
+                .iter()
+                .map(|h| (*h).to_owned())
+                .collect(),
         }
     }
 }
@@ -213,6 +224,20 @@ impl SlackAdapterBuilder {
     /// from `auth.test`.
     pub fn bot_id(mut self, id: impl Into<String>) -> Self {
         self.bot_id = Some(id.into());
+        self
+    }
+
+    /// The hosts a `response_url` may name (default
+    /// [`DEFAULT_RESPONSE_URL_HOSTS`]), over https; a `response_url` on the
+    /// [Web API's own origin](Self::api_base_url) is accepted too (tests, a
+    /// proxy). Any other is refused before the reply is sent: a delivery's
+    /// `response_url` is a place the bot posts to, so only Slack's may be one.
+    pub fn response_url_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.response_hosts = hosts.into_iter().map(Into::into).collect();
         self
     }
 
@@ -349,6 +374,11 @@ impl SlackAdapterBuilder {
             clock: self.clock,
             texts: self.texts,
             delayed_events: self.delayed_events,
+            response_hosts: self
+                .response_hosts
+                .into_iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect(),
         })
     }
 }
@@ -959,9 +989,9 @@ impl PlatformAdapter for SlackAdapter {
         .ok_or(AdapterError::Unsupported(
             "this delivery has no response_url to answer later",
         ))?;
-        if !url.starts_with("https://") && !url.starts_with(origin(self.client.base_url())) {
-            return Err(AdapterError::Unsupported(
-                "a response_url that is not https",
+        if !self.is_response_url(url) {
+            return Err(AdapterError::Invalid(
+                "a response_url outside Slack's hosts".into(),
             ));
         }
         let body = match reply {
@@ -993,14 +1023,29 @@ impl PlatformAdapter for SlackAdapter {
     }
 }
 
-/// The scheme and authority of a URL (`http://127.0.0.1:8080` of
-/// `http://127.0.0.1:8080/api`): a response URL on the configured Web API's
-/// host is accepted besides `https://` ones (tests point both at one fake).
-fn origin(url: &str) -> &str {
-    let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    match url[after_scheme..].find('/') {
-        Some(i) => &url[..after_scheme + i],
-        None => url,
+/// A URL's scheme, host (lowercased) and port (the scheme's default when
+/// none is given), parsed.
+fn origin(url: &str) -> Option<(String, String, u16)> {
+    let uri: http::Uri = url.parse().ok()?;
+    let scheme = uri.scheme_str()?.to_ascii_lowercase();
+    let host = uri.host()?.to_ascii_lowercase();
+    let port = uri.port_u16().or(match scheme.as_str() {
+        "https" => Some(443),
+        "http" => Some(80),
+        _ => None,
+    })?;
+    Some((scheme, host, port))
+}
+
+impl SlackAdapter {
+    /// Whether `url` may be posted a reply to: an https URL on one of the
+    /// configured hosts (default port), or on the Web API's own origin.
+    fn is_response_url(&self, url: &str) -> bool {
+        let Some((scheme, host, port)) = origin(url) else {
+            return false;
+        };
+        let slack = scheme == "https" && port == 443 && self.response_hosts.contains(&host);
+        slack || origin(self.client.base_url()) == Some((scheme, host, port))
     }
 }
 

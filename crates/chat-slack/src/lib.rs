@@ -232,7 +232,10 @@ pub mod signature;
 mod transport;
 pub mod views;
 
-pub use adapter::{DEDUPE_TTL, DELAYED_EVENTS_DEDUPE_TTL, SlackAdapter, SlackAdapterBuilder};
+pub use adapter::{
+    DEDUPE_TTL, DEFAULT_RESPONSE_URL_HOSTS, DELAYED_EVENTS_DEDUPE_TTL, SlackAdapter,
+    SlackAdapterBuilder,
+};
 pub use chat_core::{Clock, SystemClock};
 pub use chat_installations::oauth::{OAuthBuildError, OAuthError, StateRefusal};
 pub use client::{

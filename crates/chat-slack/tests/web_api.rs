@@ -626,3 +626,42 @@ async fn a_failing_auth_test_does_not_fail_the_post() {
     assert_eq!(id.user_id.as_deref(), Some(FakeSlack::BOT_USER_ID));
     assert_eq!(fake.calls_of("auth.test").len(), 2);
 }
+
+/// A later reply goes only to a `response_url` on Slack's hosts (over https)
+/// or on the Web API's own origin, compared as parsed origins: another host,
+/// plain http to Slack's host, and a URL that merely starts like the API's
+/// origin are refused before anything is sent.
+#[tokio::test]
+async fn a_response_url_outside_slacks_hosts_is_refused() {
+    let fake = FakeSlack::start().await;
+    let a = adapter_at(fake.base_url());
+    let api = fake.base_url().trim_end_matches("/api").to_owned();
+    let command = |url: &str| {
+        let mut e = chat_testkit::EventBuilder::new(thread("1.0"))
+            .id("Ev9")
+            .slash_command("/echo", "hi")
+            .build();
+        if let chat_core::EventKind::SlashCommand(c) = &mut e.kind {
+            c.response_url = Some(url.to_owned());
+        }
+        e
+    };
+    for url in [
+        "https://evil.example/commands/1".to_owned(),
+        "http://hooks.slack.com/commands/1".to_owned(),
+        "https://hooks.slack.com.evil.example/commands/1".to_owned(),
+        format!("{api}@evil.example/hooks/x"),
+        format!("{api}0/hooks/x"),
+        "not a url".to_owned(),
+    ] {
+        let err = a
+            .reply_later(&command(&url), &json!("hi"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, AdapterError::Invalid(_)), "{url}: {err:?}");
+    }
+    assert!(fake.calls_of("response_url").is_empty());
+    let ours = fake.response_url("commands/T0001/1/ok");
+    a.reply_later(&command(&ours), &json!("hi")).await.unwrap();
+    assert_eq!(fake.calls_of("response_url").len(), 1);
+}

@@ -282,14 +282,7 @@ impl LinearAdapterBuilder {
         for (org, credential) in &self.organization_credentials {
             organization_auth.insert(org.clone(), credential.header()?);
         }
-        let http = reqwest::Client::builder()
-            .user_agent(concat!(
-                "chat-rs/",
-                env!("CARGO_PKG_VERSION"),
-                " (chat-linear)"
-            ))
-            .build()
-            .map_err(|e| BuildError::HttpClient(Box::new(e)))?;
+        let http = crate::http::client()?;
         Ok(LinearAdapter {
             inner: Arc::new(Inner {
                 name: self.name,
