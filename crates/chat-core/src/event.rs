@@ -32,9 +32,12 @@ pub struct Event {
     pub retry_reason: Option<String>,
     /// What happened.
     pub kind: EventKind,
-    /// The raw request body exactly as received (signed bytes). Serialized as a
-    /// string when it is UTF-8 (platform bodies are JSON or form-encoded), else as
-    /// an array of bytes.
+    /// The delivery's payload as the adapter keeps it: the request body as
+    /// received, less what the adapter drops because it is a credential the
+    /// run never needs (Slack's legacy verification `token`) — the event is
+    /// stored in the state backend while it waits or runs. Serialized as a
+    /// string when it is UTF-8 (platform bodies are JSON or form-encoded),
+    /// else as an array of bytes.
     #[serde(default, skip_serializing_if = "Bytes::is_empty", with = "raw_body")]
     pub raw: Bytes,
 }

@@ -225,6 +225,7 @@ pub mod blocks;
 mod client;
 mod error;
 mod inbound;
+mod json_member;
 pub mod mrkdwn;
 mod oauth;
 mod respond;

@@ -85,9 +85,40 @@ impl Context {
             Event::new(id, dedupe, thread, kind)
                 .with_received_at_ms(self.received_at_ms)
                 .with_attempt(self.attempt, self.retry_reason.clone())
-                .with_raw(self.raw.clone()),
+                .with_raw(without_token(&self.raw)),
         ))
     }
+}
+
+/// The body an event keeps as its `raw`: the delivery's payload without
+/// Slack's legacy verification `token` (deprecated, never used here, and a
+/// credential of the app): events are stored in the state backend while they
+/// wait or run. What a run needs stays — the payload, its `response_url` (in
+/// the event's kind too). A body that does not parse again keeps nothing.
+fn without_token(raw: &Bytes) -> Bytes {
+    fn json(body: &[u8]) -> Option<Vec<u8>> {
+        crate::json_member::without_member(body, "token")
+    }
+    if is_json(raw) {
+        return json(raw).map(Bytes::from).unwrap_or_default();
+    }
+    let Ok(pairs) = serde_urlencoded::from_bytes::<Vec<(String, String)>>(raw) else {
+        return Bytes::new();
+    };
+    let mut kept = Vec::with_capacity(pairs.len());
+    for (k, v) in pairs {
+        match k.as_str() {
+            "token" => {}
+            "payload" => match json(v.as_bytes()).and_then(|p| String::from_utf8(p).ok()) {
+                Some(p) => kept.push((k, p)),
+                None => return Bytes::new(),
+            },
+            _ => kept.push((k, v)),
+        }
+    }
+    serde_urlencoded::to_string(kept)
+        .map(Bytes::from)
+        .unwrap_or_default()
 }
 
 /// Whether `text` @-mentions `user` (`<@U…>` or `<@U…|name>`).
