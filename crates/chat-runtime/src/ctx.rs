@@ -246,9 +246,13 @@ impl Ctx {
         self.inner.cancel.cause()
     }
 
-    /// The fencing number of the lease this run holds (none for unlocked runs). A
-    /// lease is not a fence: a paused holder can outlive its lease, so a handler
-    /// writing to its own store should reject writes older than the newest fence.
+    /// The fencing number of the lease (or slot) this run holds: larger than
+    /// every earlier grant's on its scope. A lease is not a fence: a paused
+    /// holder can outlive its lease, and a Redis failover can lose the last
+    /// grants and renewals (docs/reliability.md, "Leases across a Redis
+    /// failover"), so two runs of one scope may overlap. The fence is the
+    /// defence for a handler's own side effects: keep the largest fence seen
+    /// per conversation in your store and refuse writes under a smaller one.
     pub fn fence(&self) -> Option<u64> {
         self.inner.fence
     }

@@ -297,3 +297,54 @@ async fn a_hash_of_marks_lives_as_long_as_its_longest_mark() {
         }
     }
 }
+
+/// A failover can lose the last writes of the bucket's fence counter. The
+/// fences granted after it still grow: every fence is at least the server's
+/// time in microseconds, so a grant on a server whose counter went back (here:
+/// deleted) is above the grants it lost, as long as the server's clock has
+/// moved on since them.
+#[tokio::test]
+async fn fences_keep_growing_when_the_fence_counter_is_lost() {
+    let Some((_server, state, mut conn)) = private_server().await else {
+        return;
+    };
+    let first = match state
+        .admit(request("f1", "a", Concurrency::Drop))
+        .await
+        .unwrap()
+        .decision
+    {
+        Decision::Run(lease) => lease,
+        other => panic!("{other:?}"),
+    };
+    let counters: Vec<String> = redis::cmd("KEYS")
+        .arg("*:fence")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(!counters.is_empty());
+    for key in counters {
+        let _: i64 = redis::cmd("DEL")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    // Another thread of the same channel: the same bucket, its counter gone.
+    let second = match state
+        .admit(request("f2", "b", Concurrency::Drop))
+        .await
+        .unwrap()
+        .decision
+    {
+        Decision::Run(lease) => lease,
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        second.fence() > first.fence(),
+        "{} after {}",
+        second.fence(),
+        first.fence()
+    );
+}
