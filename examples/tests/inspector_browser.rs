@@ -110,6 +110,24 @@ async fn the_inspector_releases_a_stuck_scope_in_a_real_browser() {
         .spawn()
         .await
         .unwrap();
+    let (_driver, webdriver) = start_driver(&chromedriver).await;
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".to_owned(),
+        json!({
+            "binary": chromium,
+            "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                     "--disable-gpu", "--window-size=1280,1000"],
+        }),
+    );
+    let browser = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&webdriver)
+        .await
+        .expect("a browser session");
+
+    // The browser is up before the slow handler starts its 6 s, so that a
+    // loaded machine's slow browser start cannot eat into them.
     let first = slack::app_mention(
         "EvSlow",
         "1700000001.000100",
@@ -131,22 +149,6 @@ async fn the_inspector_releases_a_stuck_scope_in_a_real_browser() {
             200
         );
     }
-
-    let (_driver, webdriver) = start_driver(&chromedriver).await;
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".to_owned(),
-        json!({
-            "binary": chromium,
-            "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                     "--disable-gpu", "--window-size=1280,1000"],
-        }),
-    );
-    let browser = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(caps)
-        .connect(&webdriver)
-        .await
-        .expect("a browser session");
 
     let run = async {
         // Not logged in: the login form.
