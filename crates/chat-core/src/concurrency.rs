@@ -58,6 +58,65 @@ impl Concurrency {
     pub fn concurrent() -> Self {
         Self::Concurrent(ConcurrentOptions::default())
     }
+
+    /// Checks the strategy's own options: the one rule every backend and the
+    /// runtime apply, so none repeats it. (How a strategy combines with the
+    /// runtime's other options is the runtime's to check.)
+    ///
+    /// ```
+    /// use chat_core::{Concurrency, QueueOptions, concurrency::InvalidConcurrency};
+    /// assert!(Concurrency::queue().validate().is_ok());
+    /// let empty = Concurrency::Queue(QueueOptions::default().max_size(0));
+    /// assert_eq!(empty.validate(), Err(InvalidConcurrency::ZeroQueueSize));
+    /// ```
+    pub fn validate(&self) -> Result<(), InvalidConcurrency> {
+        match self {
+            Self::Queue(q) if q.max_size == 0 => Err(InvalidConcurrency::ZeroQueueSize),
+            Self::Debounce(d) if d.interval.is_zero() => {
+                Err(InvalidConcurrency::ZeroDebounceInterval)
+            }
+            Self::Burst(b) if b.window.is_zero() => Err(InvalidConcurrency::ZeroBurstWindow),
+            Self::Burst(b) if b.max_batch == Some(0) || b.max_waiting == 0 => {
+                Err(InvalidConcurrency::ZeroBurstBound)
+            }
+            Self::Concurrent(c) if c.max == Some(0) => Err(InvalidConcurrency::ZeroMaxConcurrent),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Why a [`Concurrency`] is not valid ([`Concurrency::validate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidConcurrency {
+    /// A queue `max_size` of zero.
+    #[error("a queue max_size of zero")]
+    ZeroQueueSize,
+    /// A zero debounce interval.
+    #[error("a zero debounce interval")]
+    ZeroDebounceInterval,
+    /// A zero burst window.
+    #[error("a zero burst window")]
+    ZeroBurstWindow,
+    /// A burst `max_batch` or `max_waiting` of zero.
+    #[error("a burst max_batch or max_waiting of zero")]
+    ZeroBurstBound,
+    /// A concurrent `max` of zero.
+    #[error("a concurrent max of zero")]
+    ZeroMaxConcurrent,
+}
+
+impl InvalidConcurrency {
+    /// The reason, as a static string (for [`StateError::InvalidRequest`](crate::StateError::InvalidRequest)).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ZeroQueueSize => "a queue max_size of zero",
+            Self::ZeroDebounceInterval => "a zero debounce interval",
+            Self::ZeroBurstWindow => "a zero burst window",
+            Self::ZeroBurstBound => "a burst max_batch or max_waiting of zero",
+            Self::ZeroMaxConcurrent => "a concurrent max of zero",
+        }
+    }
 }
 
 /// Options of [`Concurrency::Queue`].

@@ -50,6 +50,7 @@ struct CtxInner {
     data: AppData,
     subscription_ttl: std::time::Duration,
     user_ttl: std::time::Duration,
+    tracker: tokio_util::task::TaskTracker,
 }
 
 pub(crate) struct CtxParts {
@@ -68,6 +69,9 @@ pub(crate) struct CtxParts {
     pub(crate) data: AppData,
     pub(crate) subscription_ttl: std::time::Duration,
     pub(crate) user_ttl: std::time::Duration,
+    /// The bot's tasks: what runs after the handler (a later reply) is one,
+    /// so shutdown waits for it.
+    pub(crate) tracker: tokio_util::task::TaskTracker,
 }
 
 impl Ctx {
@@ -89,6 +93,7 @@ impl Ctx {
                 data: p.data,
                 subscription_ttl: p.subscription_ttl,
                 user_ttl: p.user_ttl,
+                tracker: p.tracker,
             }),
         }
     }
@@ -264,7 +269,8 @@ impl Ctx {
     /// answers in the HTTP response. When that response has already gone out —
     /// the run outlasted `ack_timeout`, or ran detached — the reply is sent
     /// later instead ([`PlatformAdapter::reply_later`]: Slack posts it to the
-    /// interaction's `response_url`), in the background; a failure is logged.
+    /// interaction's `response_url`), in the background (a task shutdown
+    /// waits for); a failure is logged.
     /// Returns `true` when the reply goes in the HTTP response.
     pub fn reply(&self, reply: serde_json::Value) -> bool {
         let reply = match &self.inner.reply {
@@ -276,7 +282,8 @@ impl Ctx {
         };
         let adapter = Arc::clone(&self.inner.adapter);
         let event = Arc::clone(&self.inner.event);
-        tokio::spawn(async move {
+        // On the bot's tracker: shutdown waits for it like for a handler.
+        self.inner.tracker.spawn(async move {
             if let Err(e) = adapter.reply_later(&event, &reply).await {
                 tracing::warn!(error = %e, event_id = %event.id, "a reply after the response could not be sent");
             }

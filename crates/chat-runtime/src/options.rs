@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use chat_core::concurrency::InvalidConcurrency;
 use chat_core::{Concurrency, Event};
 
 /// When the handler runs relative to the platform's acknowledgement.
@@ -376,19 +377,18 @@ impl RuntimeOptions {
         if deferred && self.detach_timeout.is_zero() {
             return Err(BuildError::DetachTimeoutRequired("deferred dispatch"));
         }
+        self.concurrency.validate().map_err(|e| match e {
+            InvalidConcurrency::ZeroQueueSize => BuildError::ZeroQueueSize,
+            InvalidConcurrency::ZeroDebounceInterval => BuildError::ZeroDebounceInterval,
+            InvalidConcurrency::ZeroBurstWindow => BuildError::ZeroBurstWindow,
+            InvalidConcurrency::ZeroBurstBound => BuildError::ZeroBurstBound,
+            _ => BuildError::ZeroMaxConcurrent,
+        })?;
         match self.concurrency {
-            Concurrency::Queue(q) => {
-                if q.max_size == 0 {
-                    return Err(BuildError::ZeroQueueSize);
-                }
-                if !deferred && self.detach_timeout.is_zero() {
-                    return Err(BuildError::DetachTimeoutRequired("the queue strategy"));
-                }
+            Concurrency::Queue(_) if !deferred && self.detach_timeout.is_zero() => {
+                return Err(BuildError::DetachTimeoutRequired("the queue strategy"));
             }
             Concurrency::Debounce(d) => {
-                if d.interval.is_zero() {
-                    return Err(BuildError::ZeroDebounceInterval);
-                }
                 if !deferred {
                     return Err(BuildError::StrategyNeedsDeferred("debounce"));
                 }
@@ -400,12 +400,6 @@ impl RuntimeOptions {
                 }
             }
             Concurrency::Burst(b) => {
-                if b.window.is_zero() {
-                    return Err(BuildError::ZeroBurstWindow);
-                }
-                if b.max_batch == Some(0) || b.max_waiting == 0 {
-                    return Err(BuildError::ZeroBurstBound);
-                }
                 if !deferred {
                     return Err(BuildError::StrategyNeedsDeferred("burst"));
                 }
@@ -415,9 +409,6 @@ impl RuntimeOptions {
                         window: b.window,
                     });
                 }
-            }
-            Concurrency::Concurrent(c) if c.max == Some(0) => {
-                return Err(BuildError::ZeroMaxConcurrent);
             }
             _ => {}
         }

@@ -73,6 +73,7 @@ pub(crate) async fn run(
         data: shared.data().clone(),
         subscription_ttl: shared.options().subscription_ttl,
         user_ttl: shared.options().user_cache_ttl,
+        tracker: shared.tracker().clone(),
     });
     let started = Instant::now();
     crate::telemetry::run_started(event.platform(), waited(&event));

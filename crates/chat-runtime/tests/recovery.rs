@@ -282,3 +282,34 @@ async fn a_tenant_at_its_cap_does_not_starve_the_recovery_of_others() {
     r1.pass(4_000).await;
     assert_eq!(r1.outcome("cold"), Some(Outcome::Ran));
 }
+
+/// A reply a handler gives after its delivery's response went out is sent
+/// by a task of the bot's: shutdown waits for it instead of cutting it.
+#[tokio::test(start_paused = true)]
+async fn shutdown_waits_for_a_reply_sent_after_the_response() {
+    let adapter = chat_testkit::ScriptedAdapter::new("test");
+    adapter.set_later_reply_latency(Duration::from_millis(500));
+    let bot = chat_runtime::Bot::builder()
+        .state(chat_state_memory::MemoryState::new())
+        .adapter(adapter.clone())
+        .options(RuntimeOptions {
+            inline_interactions: false,
+            ..deferred(Concurrency::Drop)
+        })
+        .on_any_slash_command(|ctx: chat_runtime::Ctx, _e: Event| async move {
+            // Detached: the response went out, so the reply goes later.
+            assert!(!ctx.reply(serde_json::json!("done")));
+            Ok::<(), chat_runtime::BoxError>(())
+        })
+        .build()
+        .unwrap();
+    let e = chat_testkit::EventBuilder::new(adapter.thread("T1", "C1", "1"))
+        .id("cmd")
+        .slash_command("/go", "now")
+        .build();
+    assert_eq!(bot.handle("test", adapter.request(&e)).await.status(), 200);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let report = bot.shutdown(Duration::from_secs(5)).await;
+    assert!(report.finished, "{report:?}");
+    assert_eq!(adapter.later_replies(), [serde_json::json!("done")]);
+}

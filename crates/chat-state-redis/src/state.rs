@@ -273,16 +273,8 @@ fn dedupe_ttl(ttl: Duration) -> Result<u64, StateError> {
 }
 
 fn validate(c: &Concurrency) -> Result<(), StateError> {
-    let bad = match c {
-        Concurrency::Queue(q) => (q.max_size == 0).then_some("a queue max_size of zero"),
-        Concurrency::Debounce(d) => d.interval.is_zero().then_some("a zero debounce interval"),
-        Concurrency::Burst(b) if b.window.is_zero() => Some("a zero burst window"),
-        Concurrency::Burst(b) if b.max_batch == Some(0) => Some("a burst max_batch of zero"),
-        Concurrency::Burst(b) if b.max_waiting == 0 => Some("a burst max_waiting of zero"),
-        Concurrency::Concurrent(c) if c.max == Some(0) => Some("a concurrent max of zero"),
-        _ => None,
-    };
-    bad.map_or(Ok(()), |why| Err(StateError::InvalidRequest(why)))
+    c.validate()
+        .map_err(|e| StateError::InvalidRequest(e.as_str()))
 }
 
 /// Reads an admit reply into the decision.

@@ -53,6 +53,10 @@ struct Inner {
     stopped: Mutex<Vec<String>>,
     next_id: AtomicU64,
     max_body: usize,
+    /// Answers sent after the response ([`PlatformAdapter::reply_later`]).
+    later: Mutex<Vec<serde_json::Value>>,
+    /// How long a later answer takes to go out.
+    later_latency: Mutex<std::time::Duration>,
 }
 
 impl ScriptedAdapter {
@@ -74,6 +78,8 @@ impl ScriptedAdapter {
                 stopped: Mutex::new(Vec::new()),
                 next_id: AtomicU64::new(0),
                 max_body,
+                later: Mutex::new(Vec::new()),
+                later_latency: Mutex::new(std::time::Duration::ZERO),
             }),
         }
     }
@@ -143,6 +149,25 @@ impl ScriptedAdapter {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// The answers sent after the response ([`PlatformAdapter::reply_later`]),
+    /// in order.
+    pub fn later_replies(&self) -> Vec<serde_json::Value> {
+        self.inner
+            .later
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Makes every later answer take `latency` to go out (on tokio's clock).
+    pub fn set_later_reply_latency(&self, latency: std::time::Duration) {
+        *self
+            .inner
+            .later_latency
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = latency;
     }
 
     /// The (thread, text) pairs posted so far, in order.
@@ -251,6 +276,27 @@ impl PlatformAdapter for ScriptedAdapter {
     }
 
     async fn react(&self, _message: &MessageRef, _emoji: &str) -> Result<(), AdapterError> {
+        Ok(())
+    }
+
+    async fn reply_later(
+        &self,
+        _event: &Event,
+        reply: &serde_json::Value,
+    ) -> Result<(), AdapterError> {
+        let latency = *self
+            .inner
+            .later_latency
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        self.inner
+            .later
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(reply.clone());
         Ok(())
     }
 
