@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use chat_core::Reply;
 use chat_core::card::{Button, Card};
 use chat_core::view::{Input, ModalAnswer, View};
 use chat_runtime::{BoxError, Ctx, Event, EventKind};
@@ -195,7 +196,7 @@ impl Echo {
             return Ok(());
         }
         let trigger = ctx
-            .trigger_id()
+            .trigger()
             .ok_or("a slash command without a trigger_id")?
             .to_owned();
         let view = View::new(FORM_CALLBACK, "Echo form")
@@ -236,7 +237,7 @@ impl Echo {
             return Ok(());
         }
         let text = format!("echo: {}", event.text().unwrap_or_default());
-        ctx.reply(serde_json::json!({ "response_type": "ephemeral", "text": text }));
+        ctx.reply(Reply::ephemeral(text));
         Ok(())
     }
 }

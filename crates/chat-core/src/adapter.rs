@@ -3,14 +3,14 @@
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 
-use crate::card::Card;
 use crate::error::{AdapterError, BoxError, WebhookError};
 use crate::event::Event;
-use crate::id::{EventId, Platform, ScopeKey, TenantId, ThreadRef};
+use crate::id::{Platform, ScopeKey, TenantId, ThreadRef};
 use crate::outbound::{HistoryPage, UserInfo};
-use crate::view::{ModalAnswer, View};
+pub use crate::outbound::{MessageRef, OutboundMessage, ReplyKey, TextFormat};
+use crate::reply::Reply;
+use crate::view::View;
 
 /// What [`PlatformAdapter::parse`] made of a verified delivery.
 #[derive(Debug)]
@@ -76,10 +76,10 @@ pub enum Verdict {
     Failed,
     /// The delivery was refused at the door.
     Rejected(WebhookError),
-    /// A sync handler answered the delivery itself (a slash command's text, a
-    /// modal's `response_action`): the adapter sends this JSON in its platform's
-    /// form.
-    Reply(serde_json::Value),
+    /// The handler answered the delivery itself (a slash command's text, a
+    /// modal submission's errors): the adapter renders the [`Reply`] in its
+    /// platform's form.
+    Reply(Reply),
     /// Accepted, and its handler is still running at the acknowledgement
     /// deadline (an inline slash command, a slow sync handler). A delivery the
     /// platform would retry is told to retry, like [`AtCapacity`](Self::AtCapacity)
@@ -124,129 +124,6 @@ impl DefaultLockScope {
             Self::Channel => thread.channel_scope(),
         }
     }
-}
-
-/// A message the bot sends: text (plain or Markdown), or a [`Card`] whose
-/// plain-text fallback is the text.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct OutboundMessage {
-    /// The text; for a card, its plain-text fallback.
-    pub text: String,
-    /// How the text is marked up.
-    pub format: TextFormat,
-    /// The rich content, rendered by the adapter (Slack: Block Kit; Linear:
-    /// Markdown); `text` stands for it where it cannot show.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub card: Option<Card>,
-    /// The reply's identity within its handler run, set by the runtime's thread
-    /// handle: adapters use it so a run repeated after a crash does not post
-    /// the same reply twice (see [`PlatformAdapter::post`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reply_key: Option<ReplyKey>,
-}
-
-impl OutboundMessage {
-    /// Plain text, sent as is.
-    pub fn text(text: impl Into<String>) -> Self {
-        Self {
-            text: text.into(),
-            format: TextFormat::Plain,
-            card: None,
-            reply_key: None,
-        }
-    }
-
-    /// A card; its [`fallback_text`](Card::fallback_text) is the message's
-    /// text.
-    pub fn card(card: Card) -> Self {
-        Self {
-            text: card.fallback_text(),
-            format: TextFormat::Plain,
-            card: Some(card),
-            reply_key: None,
-        }
-    }
-
-    /// CommonMark, converted by the adapter to its platform's markup.
-    pub fn markdown(text: impl Into<String>) -> Self {
-        Self {
-            text: text.into(),
-            format: TextFormat::Markdown,
-            card: None,
-            reply_key: None,
-        }
-    }
-
-    /// The same message as the reply `key` of its run.
-    #[must_use]
-    pub fn with_reply_key(mut self, key: ReplyKey) -> Self {
-        self.reply_key = Some(key);
-        self
-    }
-}
-
-/// The stable identity of one reply: the event its run answers, and the reply's
-/// position among the run's posts. The same on every attempt of the run, so an
-/// adapter can tell a reply it already posted on an earlier attempt.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct ReplyKey {
-    /// The event the run answers.
-    pub event_id: EventId,
-    /// The reply's position in the run: 0 for its first post.
-    pub position: u32,
-    /// The run's attempt (1 the first time). On an attempt above 1 an adapter
-    /// first looks for the reply among what is already posted.
-    pub attempt: u32,
-}
-
-impl ReplyKey {
-    /// Builds a reply key.
-    pub fn new(event_id: EventId, position: u32, attempt: u32) -> Self {
-        Self {
-            event_id,
-            position,
-            attempt,
-        }
-    }
-}
-
-impl From<&str> for OutboundMessage {
-    fn from(s: &str) -> Self {
-        Self::text(s)
-    }
-}
-
-impl From<Card> for OutboundMessage {
-    fn from(card: Card) -> Self {
-        Self::card(card)
-    }
-}
-
-impl From<String> for OutboundMessage {
-    fn from(s: String) -> Self {
-        Self::text(s)
-    }
-}
-
-/// Markup of an [`OutboundMessage`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub enum TextFormat {
-    /// Sent as is.
-    Plain,
-    /// CommonMark.
-    Markdown,
-}
-
-/// A message the bot posted, to edit, delete or react to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct MessageRef {
-    /// The thread it was posted in.
-    pub thread: ThreadRef,
-    /// The platform's message id.
-    pub id: String,
 }
 
 /// One platform: inbound webhooks (verify → parse → respond) and outbound calls.
@@ -387,8 +264,9 @@ pub trait PlatformAdapter: std::any::Any + Send + Sync + 'static {
         Err(AdapterError::Unsupported("looking users up"))
     }
 
-    /// Opens a modal with an interaction's `trigger` (Slack `trigger_id`, valid
-    /// about 3 s); returns the view's id. Default: [`AdapterError::Unsupported`].
+    /// Opens a modal with an interaction's `trigger` (its trigger
+    /// [`Handle`](crate::Handle)'s value; Slack's is valid about 3 s);
+    /// returns the view's id. Default: [`AdapterError::Unsupported`].
     async fn open_modal(
         &self,
         tenant: &TenantId,
@@ -422,11 +300,15 @@ pub trait PlatformAdapter: std::any::Any + Send + Sync + 'static {
         Err(AdapterError::Unsupported("modals"))
     }
 
-    /// The HTTP answer to a modal submission for `answer`, in the platform's
-    /// form (a [`Verdict::Reply`] body). Default: [`AdapterError::Unsupported`].
-    fn modal_answer(&self, answer: &ModalAnswer) -> Result<serde_json::Value, AdapterError> {
-        let _ = answer;
-        Err(AdapterError::Unsupported("modals"))
+    /// Whether this adapter can render `reply` (a view within the platform's
+    /// limits, a kind of reply it has), checked before the handler gives it:
+    /// [`AdapterError::Invalid`] or [`AdapterError::Unsupported`] say why
+    /// not. Default: every reply but a modal's answer.
+    fn check_reply(&self, reply: &Reply) -> Result<(), AdapterError> {
+        match reply {
+            Reply::Modal(_) => Err(AdapterError::Unsupported("modals")),
+            _ => Ok(()),
+        }
     }
 
     /// Uploads a file named `name` holding `content` into the thread, with
@@ -495,15 +377,12 @@ pub trait PlatformAdapter: std::any::Any + Send + Sync + 'static {
         Ok(())
     }
 
-    /// Answers `event` after its HTTP response went out: a handler's reply
-    /// ([`Verdict::Reply`]'s JSON) that could not go inline (its run outlasted
-    /// the acknowledgement deadline, or ran detached). Slack sends it to the
-    /// interaction's `response_url`. Default: [`AdapterError::Unsupported`].
-    async fn reply_later(
-        &self,
-        event: &Event,
-        reply: &serde_json::Value,
-    ) -> Result<(), AdapterError> {
+    /// Answers `event` after its HTTP response went out: a handler's
+    /// [`Reply`] that could not go inline (its run outlasted the
+    /// acknowledgement deadline, or ran detached), through the interaction's
+    /// follow-up [`Handle`](crate::Handle) (Slack posts to it). Default:
+    /// [`AdapterError::Unsupported`].
+    async fn reply_later(&self, event: &Event, reply: &Reply) -> Result<(), AdapterError> {
         let _ = (event, reply);
         Err(AdapterError::Unsupported(
             "answering a delivery after its response",

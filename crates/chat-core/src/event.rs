@@ -11,8 +11,8 @@ use crate::id::{DedupeKey, EventId, Platform, TenantId, ThreadRef};
 /// One event delivered by a platform, normalized.
 ///
 /// Its `Debug` shows the raw body's length, not its bytes: a platform body can
-/// carry secrets (Slack's verification `token`, a `response_url` that answers on
-/// the bot's behalf).
+/// carry secrets (a platform's verification token, a follow-up address that
+/// answers on the bot's behalf).
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Event {
@@ -361,12 +361,13 @@ pub struct Action {
     pub value: Option<String>,
     /// Who clicked.
     pub user: Author,
-    /// Where to send follow-ups (Slack `response_url`).
+    /// Where a later answer goes (an adapter's handle; Slack: the response
+    /// URL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_url: Option<String>,
-    /// Short-lived id for opening a modal (Slack `trigger_id`).
+    pub follow_up: Option<Handle>,
+    /// The short-lived handle for opening a modal from this interaction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trigger_id: Option<String>,
+    pub trigger: Option<Handle>,
 }
 
 impl Action {
@@ -376,8 +377,8 @@ impl Action {
             action_id: action_id.into(),
             value: None,
             user,
-            response_url: None,
-            trigger_id: None,
+            follow_up: None,
+            trigger: None,
         }
     }
 
@@ -388,17 +389,17 @@ impl Action {
         self
     }
 
-    /// Sets where follow-ups go (Slack `response_url`).
+    /// Sets where a later answer goes.
     #[must_use]
-    pub fn with_response_url(mut self, url: impl Into<String>) -> Self {
-        self.response_url = Some(url.into());
+    pub fn with_follow_up(mut self, handle: Handle) -> Self {
+        self.follow_up = Some(handle);
         self
     }
 
-    /// Sets the short-lived id for opening a modal (Slack `trigger_id`).
+    /// Sets the handle for opening a modal.
     #[must_use]
-    pub fn with_trigger_id(mut self, trigger_id: impl Into<String>) -> Self {
-        self.trigger_id = Some(trigger_id.into());
+    pub fn with_trigger(mut self, handle: Handle) -> Self {
+        self.trigger = Some(handle);
         self
     }
 }
@@ -413,12 +414,12 @@ pub struct SlashCommand {
     pub text: String,
     /// Who invoked it.
     pub user: Author,
-    /// Where to send follow-ups.
+    /// Where a later answer goes (an adapter's handle).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_url: Option<String>,
-    /// Short-lived id for opening a modal.
+    pub follow_up: Option<Handle>,
+    /// The short-lived handle for opening a modal from this command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trigger_id: Option<String>,
+    pub trigger: Option<Handle>,
 }
 
 impl SlashCommand {
@@ -428,22 +429,22 @@ impl SlashCommand {
             command: command.into(),
             text: text.into(),
             user,
-            response_url: None,
-            trigger_id: None,
+            follow_up: None,
+            trigger: None,
         }
     }
 
-    /// Sets where follow-ups go (Slack `response_url`).
+    /// Sets where a later answer goes.
     #[must_use]
-    pub fn with_response_url(mut self, url: impl Into<String>) -> Self {
-        self.response_url = Some(url.into());
+    pub fn with_follow_up(mut self, handle: Handle) -> Self {
+        self.follow_up = Some(handle);
         self
     }
 
-    /// Sets the short-lived id for opening a modal (Slack `trigger_id`).
+    /// Sets the handle for opening a modal.
     #[must_use]
-    pub fn with_trigger_id(mut self, trigger_id: impl Into<String>) -> Self {
-        self.trigger_id = Some(trigger_id.into());
+    pub fn with_trigger(mut self, handle: Handle) -> Self {
+        self.trigger = Some(handle);
         self
     }
 }
@@ -626,6 +627,31 @@ impl OtherEvent {
     }
 }
 
+/// An opaque capability an adapter gave an interaction (Slack: its response
+/// URL, or its trigger for opening a modal). Only that adapter reads it; its
+/// `Debug` never shows it, since it may answer on the bot's behalf.
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Handle(String);
+
+impl Handle {
+    /// Wraps the adapter's value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The adapter's value (for the adapter that made it).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Handle(<redacted>)")
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::panic_in_result_fn)]
 mod tests {
@@ -680,12 +706,11 @@ mod tests {
     #[test]
     fn debug_never_prints_the_raw_body() {
         let mut e = sample();
-        e.raw =
-            Bytes::from_static(b"token=XXYYZZ&response_url=https%3A%2F%2Fhooks.slack.com%2Fsecret");
+        e.raw = Bytes::from_static(b"token=XXYYZZ&follow_up=https%3A%2F%2Fhooks.example%2Fsecret");
         let shown = format!("{e:?}");
         assert!(!shown.contains("XXYYZZ"), "{shown}");
-        assert!(!shown.contains("hooks.slack.com"), "{shown}");
-        assert!(shown.contains("raw: <64 bytes>"), "{shown}");
+        assert!(!shown.contains("hooks.example"), "{shown}");
+        assert!(shown.contains("raw: <59 bytes>"), "{shown}");
         assert!(shown.contains("Ev1"), "{shown}");
     }
 

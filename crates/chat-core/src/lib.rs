@@ -11,7 +11,8 @@
 //! * **Strategies** ([`concurrency`]): [`Concurrency`] and its options.
 //! * **State** ([`state`]): [`StateBackend`], whose [`admit`](StateBackend::admit)
 //!   is the whole ack path in one atomic step.
-//! * **Adapters** ([`adapter`]): [`PlatformAdapter`] and the [`Verdict`]s it answers.
+//! * **Adapters** ([`adapter`]): [`PlatformAdapter`] and the [`Verdict`]s it answers;
+//!   [`Reply`], a handler's answer to its interaction ([`reply`]).
 //! * **Installations** ([`installation`]): [`Installation`] and the
 //!   [`InstallationStore`] contract, for a bot installed in many workspaces.
 //! * **Key-value** ([`kv`]): [`KvStore`], a small store with expiry that
@@ -52,6 +53,7 @@ pub mod inspect;
 pub mod installation;
 pub mod kv;
 pub mod outbound;
+pub mod reply;
 pub mod state;
 pub mod view;
 
@@ -66,8 +68,8 @@ pub use concurrency::{
 };
 pub use error::{AdapterError, BoxError, StateError, WebhookError};
 pub use event::{
-    Action, AgentSession, AgentSessionAction, Author, Event, EventKind, Message, MessageChange,
-    Modal, OtherEvent, Reaction, SlashCommand,
+    Action, AgentSession, AgentSessionAction, Author, Event, EventKind, Handle, Message,
+    MessageChange, Modal, OtherEvent, Reaction, SlashCommand,
 };
 pub use id::{
     DedupeKey, EventId, InvalidPlatform, Platform, ScopeKey, ScopePart, ScopeTag, TenantId,
@@ -77,6 +79,7 @@ pub use inspect::{EntryView, ForceRelease, HolderView, ScopeFilter, ScopeView};
 pub use installation::{Installation, InstallationError, InstallationStore, Secret};
 pub use kv::{KvStore, SetMode};
 pub use outbound::{HistoryMessage, HistoryPage, UserInfo};
+pub use reply::{Reply, Visibility};
 pub use state::{
     Admission, AdmitRequest, Batch, CancelOutcome, CancelRequest, DEFAULT_DEDUPE_TTL,
     DEFAULT_SUBSCRIPTION_TTL, Decision, DropReason, Fate, Gate, Handoff, Lease, LeaseKind,

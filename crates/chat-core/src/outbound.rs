@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::card::Card;
+use crate::id::{EventId, ThreadRef};
+
 /// One earlier message of a thread.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -109,4 +112,127 @@ impl UserInfo {
         self.is_bot = is_bot;
         self
     }
+}
+
+/// A message the bot sends: text (plain or Markdown), or a [`Card`] whose
+/// plain-text fallback is the text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct OutboundMessage {
+    /// The text; for a card, its plain-text fallback.
+    pub text: String,
+    /// How the text is marked up.
+    pub format: TextFormat,
+    /// The rich content, rendered by the adapter (Slack: Block Kit; Linear:
+    /// Markdown); `text` stands for it where it cannot show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card: Option<Card>,
+    /// The reply's identity within its handler run, set by the runtime's thread
+    /// handle: adapters use it so a run repeated after a crash does not post
+    /// the same reply twice (see [`PlatformAdapter::post`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_key: Option<ReplyKey>,
+}
+
+impl OutboundMessage {
+    /// Plain text, sent as is.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            format: TextFormat::Plain,
+            card: None,
+            reply_key: None,
+        }
+    }
+
+    /// A card; its [`fallback_text`](Card::fallback_text) is the message's
+    /// text.
+    pub fn card(card: Card) -> Self {
+        Self {
+            text: card.fallback_text(),
+            format: TextFormat::Plain,
+            card: Some(card),
+            reply_key: None,
+        }
+    }
+
+    /// CommonMark, converted by the adapter to its platform's markup.
+    pub fn markdown(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            format: TextFormat::Markdown,
+            card: None,
+            reply_key: None,
+        }
+    }
+
+    /// The same message as the reply `key` of its run.
+    #[must_use]
+    pub fn with_reply_key(mut self, key: ReplyKey) -> Self {
+        self.reply_key = Some(key);
+        self
+    }
+}
+
+/// The stable identity of one reply: the event its run answers, and the reply's
+/// position among the run's posts. The same on every attempt of the run, so an
+/// adapter can tell a reply it already posted on an earlier attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ReplyKey {
+    /// The event the run answers.
+    pub event_id: EventId,
+    /// The reply's position in the run: 0 for its first post.
+    pub position: u32,
+    /// The run's attempt (1 the first time). On an attempt above 1 an adapter
+    /// first looks for the reply among what is already posted.
+    pub attempt: u32,
+}
+
+impl ReplyKey {
+    /// Builds a reply key.
+    pub fn new(event_id: EventId, position: u32, attempt: u32) -> Self {
+        Self {
+            event_id,
+            position,
+            attempt,
+        }
+    }
+}
+
+impl From<&str> for OutboundMessage {
+    fn from(s: &str) -> Self {
+        Self::text(s)
+    }
+}
+
+impl From<Card> for OutboundMessage {
+    fn from(card: Card) -> Self {
+        Self::card(card)
+    }
+}
+
+impl From<String> for OutboundMessage {
+    fn from(s: String) -> Self {
+        Self::text(s)
+    }
+}
+
+/// Markup of an [`OutboundMessage`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum TextFormat {
+    /// Sent as is.
+    Plain,
+    /// CommonMark.
+    Markdown,
+}
+
+/// A message the bot posted, to edit, delete or react to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MessageRef {
+    /// The thread it was posted in.
+    pub thread: ThreadRef,
+    /// The platform's message id.
+    pub id: String,
 }

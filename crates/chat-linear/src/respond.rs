@@ -3,17 +3,20 @@
 //! 1 hour and 6 hours), so only what must be retried gets another status.
 
 use bytes::Bytes;
-use chat_core::Verdict;
+use chat_core::{Reply, Verdict};
 use http::{Response, StatusCode, header};
 
 /// The answer to a delivery for `verdict`.
 pub(crate) fn respond(verdict: &Verdict) -> Response<Bytes> {
     match verdict {
         Verdict::Accepted | Verdict::Duplicate | Verdict::Ignored => text(StatusCode::OK, "OK"),
-        Verdict::Reply(json) => {
+        // Linear has no interactions to answer: only a platform body is
+        // sent; any other reply is an acknowledgement.
+        Verdict::Reply(Reply::Platform(json)) => {
             let body = serde_json::to_vec(json).unwrap_or_default();
             build(StatusCode::OK, "application/json", Bytes::from(body))
         }
+        Verdict::Reply(_) => text(StatusCode::OK, "OK"),
         // Still running at the deadline: Linear's retry is a duplicate of the
         // work in progress.
         Verdict::AtCapacity | Verdict::Working => {
@@ -57,7 +60,10 @@ mod tests {
             (Verdict::Accepted, 200),
             (Verdict::Duplicate, 200),
             (Verdict::Ignored, 200),
-            (Verdict::Reply(serde_json::json!({"ok": true})), 200),
+            (
+                Verdict::Reply(Reply::platform(serde_json::json!({"ok": true}))),
+                200,
+            ),
             (Verdict::AtCapacity, 503),
             (Verdict::Failed, 500),
             (Verdict::Rejected(WebhookError::BadSignature), 401),

@@ -4,14 +4,14 @@
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use chat_core::{Event, Verdict};
+use chat_core::{Event, Reply, Verdict};
 
 #[derive(Default)]
 enum State {
     /// Not answered yet; the handler's reply, once it gave one.
     #[default]
     Open,
-    Replied(serde_json::Value),
+    Replied(Reply),
     /// The run was cut short with nobody else to run it, and its event given
     /// back to the platform: the answer says so ([`Verdict::Failed`]), at
     /// `ack_timeout` too.
@@ -68,7 +68,7 @@ impl Answer {
 
     /// A handler's reply: kept for the HTTP answer, or given back when that
     /// answer was already sent (the caller sends it later).
-    pub(crate) fn reply(&self, value: serde_json::Value) -> Result<(), serde_json::Value> {
+    pub(crate) fn reply(&self, value: Reply) -> Result<(), Reply> {
         let mut state = self.state();
         match *state {
             State::Sent | State::GivenBack => Err(value),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use chat_core::view::ModalAnswer;
-use chat_core::{AdapterError, Event, PlatformAdapter, StateBackend, StateError};
+use chat_core::{AdapterError, Event, PlatformAdapter, Reply, StateBackend, StateError};
 use tokio::time::Instant;
 
 use crate::cancel::{Cancel, CancelCause};
@@ -152,14 +152,16 @@ impl Ctx {
         .for_run(self.replies())
     }
 
-    /// The event's trigger for opening a modal (Slack `trigger_id`, from a
-    /// slash command or a button click), if it has one.
-    pub fn trigger_id(&self) -> Option<&str> {
+    /// The event's trigger for opening a modal (from a slash command or a
+    /// click; Slack's lives about 3 s), if it has one: pass it to
+    /// [`Thread::open_modal`].
+    pub fn trigger(&self) -> Option<&str> {
         match &self.inner.event.kind {
-            chat_core::EventKind::SlashCommand(c) => c.trigger_id.as_deref(),
-            chat_core::EventKind::Action(a) => a.trigger_id.as_deref(),
+            chat_core::EventKind::SlashCommand(c) => c.trigger.as_ref(),
+            chat_core::EventKind::Action(a) => a.trigger.as_ref(),
             _ => None,
         }
+        .map(chat_core::Handle::as_str)
     }
 
     /// Answers a modal submission ([`ModalAnswer`]: field errors, update,
@@ -170,7 +172,8 @@ impl Ctx {
     /// The adapter's: [`AdapterError::Invalid`] for a view beyond the
     /// platform's limits; [`AdapterError::Unsupported`] without modals.
     pub fn answer_modal(&self, answer: &ModalAnswer) -> Result<bool, AdapterError> {
-        let reply = self.inner.adapter.modal_answer(answer)?;
+        let reply = Reply::from(answer.clone());
+        self.inner.adapter.check_reply(&reply)?;
         Ok(self.reply(reply))
     }
 
@@ -262,23 +265,25 @@ impl Ctx {
         self.inner.fence
     }
 
-    /// Answers the delivery itself (a slash command's text, a modal's
-    /// `response_action`): the adapter sends `reply` in its platform's form.
+    /// Answers the delivery itself with a [`Reply`] — a message to the user
+    /// who acted (`"text"` is ephemeral text) or to the channel, a modal's
+    /// answer, or the platform's own body — which the adapter renders in its
+    /// platform's form.
     ///
     /// A run before the acknowledgement (sync dispatch, inline interactions)
     /// answers in the HTTP response. When that response has already gone out —
     /// the run outlasted `ack_timeout`, or ran detached — the reply is sent
-    /// later instead ([`PlatformAdapter::reply_later`]: Slack posts it to the
-    /// interaction's `response_url`), in the background (a task shutdown
+    /// later instead, through the interaction's follow-up handle
+    /// ([`PlatformAdapter::reply_later`]), in the background (a task shutdown
     /// waits for); a failure is logged.
     /// Returns `true` when the reply goes in the HTTP response.
-    pub fn reply(&self, reply: serde_json::Value) -> bool {
+    pub fn reply(&self, reply: impl Into<Reply>) -> bool {
         let reply = match &self.inner.reply {
-            Some(answer) => match answer.reply(reply) {
+            Some(answer) => match answer.reply(reply.into()) {
                 Ok(()) => return true,
                 Err(reply) => reply,
             },
-            None => reply,
+            None => reply.into(),
         };
         let adapter = Arc::clone(&self.inner.adapter);
         let event = Arc::clone(&self.inner.event);
@@ -292,35 +297,33 @@ impl Ctx {
     }
 
     /// Answers a slash command (or an interaction) with `text` only its
-    /// invoker sees (Slack: `response_type: ephemeral`).
+    /// invoker sees ([`Reply::ephemeral`]).
     ///
     /// The answer goes in the HTTP response when that is still open (a run
     /// before the acknowledgement); otherwise — a detached run, or one that
-    /// outlasted `ack_timeout` — through the platform's later channel
-    /// (Slack: the command's `response_url`), awaited and bounded by the run's
-    /// deadline, so a failure reaches the handler instead of being dropped.
+    /// outlasted `ack_timeout` — through the interaction's follow-up handle,
+    /// awaited and bounded by the run's deadline, so a failure reaches the
+    /// handler instead of being dropped.
     ///
     /// # Errors
     /// The adapter's error when the later answer fails;
     /// [`AdapterError::Unsupported`] when the event has no way to be answered
-    /// later (Slack: no `response_url`; Linear: no slash commands).
+    /// later (no follow-up handle; Linear: no slash commands).
     pub async fn reply_ephemeral(&self, text: impl Into<String>) -> Result<Replied, AdapterError> {
-        self.answer(serde_json::json!({ "response_type": "ephemeral", "text": text.into() }))
-            .await
+        self.answer(Reply::ephemeral(text)).await
     }
 
     /// Answers a slash command (or an interaction) with `text` everyone in the
-    /// channel sees (Slack: `response_type: in_channel`), as
+    /// channel sees ([`Reply::in_channel`]), as
     /// [`reply_ephemeral`](Self::reply_ephemeral) does.
     ///
     /// # Errors
     /// As [`reply_ephemeral`](Self::reply_ephemeral).
     pub async fn reply_in_channel(&self, text: impl Into<String>) -> Result<Replied, AdapterError> {
-        self.answer(serde_json::json!({ "response_type": "in_channel", "text": text.into() }))
-            .await
+        self.answer(Reply::in_channel(text)).await
     }
 
-    async fn answer(&self, reply: serde_json::Value) -> Result<Replied, AdapterError> {
+    async fn answer(&self, reply: Reply) -> Result<Replied, AdapterError> {
         let reply = match &self.inner.reply {
             Some(answer) => match answer.reply(reply) {
                 Ok(()) => return Ok(Replied::InResponse),
@@ -357,8 +360,7 @@ impl Ctx {
 pub enum Replied {
     /// In the delivery's HTTP response.
     InResponse,
-    /// After the response, through the platform's later channel (Slack's
-    /// `response_url`).
+    /// After the response, through the interaction's follow-up handle.
     Later,
 }
 

@@ -332,7 +332,7 @@ impl Thread {
     }
 
     /// Opens a modal with an interaction's `trigger` (see
-    /// [`Ctx::trigger_id`](crate::Ctx::trigger_id); Slack's is valid for
+    /// [`Ctx::trigger`](crate::Ctx::trigger); Slack's is valid for
     /// about 3 s); returns the view's id.
     ///
     /// # Errors

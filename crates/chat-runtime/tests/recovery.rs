@@ -62,15 +62,33 @@ fn send_in_background(s: &Scenario, e: &Event) -> tokio::task::JoinHandle<u16> {
     tokio::spawn(async move { bot.handle("test", request).await.status().as_u16() })
 }
 
+/// `id` has its outcome and none of its runs is still going.
+fn settled(s: &Scenario, id: &str) -> bool {
+    s.outcome(id).is_some() && s.runs().iter().all(|r| r.id != id || r.end.is_some())
+}
+
 /// `id` ran again on a later attempt and ended `Ran` once, across replicas; its
 /// first attempt was cut with `cause`; its reply was posted once.
+///
+/// In real time (Redis, a tenth of the scenario's time) a claim answered late
+/// on a loaded machine can leave an attempt past its believed expiry: it is
+/// preempted before it does anything, and the next sweep runs the event
+/// again. Those attempts in between are allowed.
 fn ran_again_once(s: &Scenario, id: &str, cause: CancelCause, what: &str) {
     let runs: Vec<_> = s.runs().into_iter().filter(|r| r.id == id).collect();
     assert!(runs.len() >= 2, "{what}: {runs:?}");
-    assert_eq!(runs[0].cause, Some(cause), "{what}: {runs:?}");
-    let last = &runs[runs.len() - 1];
+    assert_eq!(
+        (runs[0].attempt, runs[0].cause),
+        (1, Some(cause)),
+        "{what}: {runs:?}"
+    );
+    let finished: Vec<_> = runs[1..].iter().filter(|r| r.cause.is_none()).collect();
+    assert_eq!(finished.len(), 1, "{what}: {runs:?}");
+    assert!(finished[0].attempt >= 2, "{what}: {runs:?}");
     assert!(
-        last.attempt >= 2 && last.cause.is_none(),
+        runs[1..]
+            .iter()
+            .all(|r| r.cause.is_none() || r.cause == Some(CancelCause::Preempted)),
         "{what}: {runs:?}"
     );
     let outcomes = s.outcomes().remove(id).unwrap_or_default();
@@ -108,7 +126,7 @@ async fn an_unlocked_run_cut_off_mid_run_runs_again_elsewhere(env: Env) {
                 r0.faults.cut(op);
             }
             r0.pass(8000).await;
-            r0.pass_until(22_000, || r1.outcome("a").is_some()).await;
+            r0.pass_until(22_000, || settled(r1, "a")).await;
             // Answered: at once (deferred), or at the ack deadline while it ran.
             assert_ne!(answer.await.unwrap(), 500, "{what}");
             ran_again_once(r1, "a", CancelCause::Preempted, &what);
@@ -139,7 +157,7 @@ async fn a_run_cut_by_a_redeploy_after_its_answer_runs_again_elsewhere(env: Env)
         let report = r0.bot.shutdown(r0.ms(2000)).await;
         assert_eq!(report.cancelled, 1, "{what}: {report:?}");
         r1.pass(2000).await;
-        r1.pass_until(20_000, || r1.outcome("a").is_some()).await;
+        r1.pass_until(20_000, || settled(r1, "a")).await;
         ran_again_once(r1, "a", CancelCause::Shutdown, &what);
     }
 }
@@ -165,7 +183,7 @@ async fn a_force_released_run_inside_its_request_runs_again(env: Env) {
             .expect("held");
         r1.bot.force_release(&scope, fence).await.unwrap();
         r0.pass(5000).await;
-        r0.pass_until(20_000, || r1.outcome("a").is_some()).await;
+        r0.pass_until(20_000, || settled(r1, "a")).await;
         assert_ne!(answer.await.unwrap(), 500, "{what}");
         ran_again_once(r1, "a", CancelCause::Preempted, &what);
     }
@@ -298,7 +316,7 @@ async fn shutdown_waits_for_a_reply_sent_after_the_response() {
         })
         .on_any_slash_command(|ctx: chat_runtime::Ctx, _e: Event| async move {
             // Detached: the response went out, so the reply goes later.
-            assert!(!ctx.reply(serde_json::json!("done")));
+            assert!(!ctx.reply("done"));
             Ok::<(), chat_runtime::BoxError>(())
         })
         .build()
@@ -311,5 +329,8 @@ async fn shutdown_waits_for_a_reply_sent_after_the_response() {
     tokio::time::sleep(Duration::from_millis(10)).await;
     let report = bot.shutdown(Duration::from_secs(5)).await;
     assert!(report.finished, "{report:?}");
-    assert_eq!(adapter.later_replies(), [serde_json::json!("done")]);
+    assert_eq!(
+        adapter.later_replies(),
+        [chat_core::Reply::ephemeral("done")]
+    );
 }

@@ -47,7 +47,9 @@ fn tagged(seen: &Seen, tag: &'static str) -> impl chat_runtime::Handler {
                 ctx.subscribe().await?;
             }
             if e.text() == Some("reply") {
-                ctx.reply(serde_json::json!({ "text": "pong" }));
+                ctx.reply(chat_core::Reply::platform(
+                    serde_json::json!({ "text": "pong" }),
+                ));
             }
             seen.lock()
                 .unwrap()

@@ -9,16 +9,16 @@ use bytes::Bytes;
 use chat_core::{
     AdapterError, Author, BoxError, Event, EventKind, HistoryMessage, HistoryPage, Inbound,
     Installation, InstallationStore, MessageRef, OutboundMessage, Platform, PlatformAdapter,
-    Resolution, TenantId, TextFormat, ThreadRef, UserInfo, Verdict, WebhookError,
+    Resolution, TenantId, ThreadRef, UserInfo, Verdict, WebhookError,
 };
 use serde_json::Value;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
-use crate::client::{BotIdentity, Content, DEFAULT_API_BASE_URL, SlackClient};
+use crate::client::{BotIdentity, DEFAULT_API_BASE_URL, SlackClient};
 use crate::error::BuildError;
 use crate::inbound::{self, Context, mentions_user};
-use crate::mrkdwn::markdown_to_mrkdwn;
+use crate::render::render;
 use crate::respond::{self, Texts};
 use crate::signature::Verifier;
 use crate::transport::Proxy;
@@ -553,20 +553,6 @@ fn apply_installation(installation: &Installation, event: &mut Event) -> Resolut
     Resolution::Proceed
 }
 
-/// What to send for a message: a card as Block Kit (checked against Slack's
-/// limits) with its fallback text; Markdown converted to mrkdwn; anything else
-/// as is.
-fn render(message: &OutboundMessage) -> Result<Content, AdapterError> {
-    let text = match message.format {
-        TextFormat::Markdown => markdown_to_mrkdwn(&message.text),
-        _ => message.text.clone(),
-    };
-    Ok(match &message.card {
-        Some(card) => Content::blocks(text, crate::blocks::render(card)?),
-        None => Content::from(text),
-    })
-}
-
 fn require_channel(channel: &str) -> Result<(), AdapterError> {
     if channel.is_empty() {
         Err(AdapterError::Unsupported(
@@ -879,9 +865,11 @@ impl PlatformAdapter for SlackAdapter {
         view_id(&answer)
     }
 
-    /// A `response_action` (see [`views::answer`](crate::views::answer)).
-    fn modal_answer(&self, answer: &chat_core::view::ModalAnswer) -> Result<Value, AdapterError> {
-        crate::views::answer(answer)
+    /// Every reply renders but a view beyond Slack's limits
+    /// ([`views::answer`](crate::views::answer)) or a card whose blocks do
+    /// not.
+    fn check_reply(&self, reply: &chat_core::Reply) -> Result<(), AdapterError> {
+        crate::respond::reply_body(reply).map(|_| ())
     }
 
     /// Slack's external upload (`files.getUploadURLExternal`, the bytes,
@@ -974,18 +962,19 @@ impl PlatformAdapter for SlackAdapter {
     }
 
     /// A slash command's or an action's reply that could not go in the HTTP
-    /// response: sent to the interaction's `response_url` (a string reply is
-    /// an ephemeral text; an object is sent as it is).
+    /// response: posted to the interaction's `response_url` (its follow-up
+    /// handle), rendered as in the response.
     async fn reply_later(
         &self,
         event: &Event,
-        reply: &serde_json::Value,
+        reply: &chat_core::Reply,
     ) -> Result<(), AdapterError> {
         let url = match &event.kind {
-            EventKind::SlashCommand(c) => c.response_url.as_deref(),
-            EventKind::Action(a) => a.response_url.as_deref(),
+            EventKind::SlashCommand(c) => c.follow_up.as_ref(),
+            EventKind::Action(a) => a.follow_up.as_ref(),
             _ => None,
         }
+        .map(chat_core::Handle::as_str)
         .ok_or(AdapterError::Unsupported(
             "this delivery has no response_url to answer later",
         ))?;
@@ -994,12 +983,7 @@ impl PlatformAdapter for SlackAdapter {
                 "a response_url outside Slack's hosts".into(),
             ));
         }
-        let body = match reply {
-            serde_json::Value::String(text) => {
-                serde_json::json!({ "response_type": "ephemeral", "text": text })
-            }
-            other => other.clone(),
-        };
+        let body = crate::respond::reply_body(reply)?;
         self.client_for(&event.thread.tenant)
             .await?
             .respond_to(url, &body)

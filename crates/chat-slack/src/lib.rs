@@ -208,7 +208,7 @@
 //! | rejected: signature, timestamp, signature headers | 401 | 401 |
 //! | rejected: malformed, unreadable body | 400 + `x-slack-no-retry: 1` | same |
 //! | rejected: too large | 413 + `x-slack-no-retry: 1` | same |
-//! | reply (a sync handler's JSON) | 200 `application/json` | 200 `application/json`; a bare string becomes `{"text": …}` |
+//! | reply (a handler's `Reply`) | 200 `application/json`: a modal answer's `response_action`, a message's `response_type`, `text` (mrkdwn) and `blocks`, a platform body as given | same; a bare string platform body becomes `{"text": …}` |
 //!
 //! `x-slack-no-retry: 1` goes only where a retry would carry the same bytes to
 //! the same answer (a body we cannot read or that is too large). A 401 is
@@ -228,6 +228,7 @@ mod inbound;
 mod json_member;
 pub mod mrkdwn;
 mod oauth;
+mod render;
 mod respond;
 pub mod signature;
 mod transport;

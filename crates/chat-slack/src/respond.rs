@@ -3,10 +3,48 @@
 //! The table is in the crate docs ("Answers").
 
 use bytes::Bytes;
-use chat_core::{Event, EventKind, Verdict, WebhookError};
+use chat_core::{AdapterError, Event, EventKind, Reply, Verdict, Visibility, WebhookError};
 use http::header::CONTENT_TYPE;
 use http::{HeaderName, HeaderValue, Response, StatusCode};
 use serde_json::{Value, json};
+
+/// A handler's [`Reply`] as Slack's answer body — the HTTP response's, or
+/// what is posted to a `response_url`: a message with its `response_type`
+/// (and `replace_original`), a modal's `response_action`, or the
+/// platform body as given (a bare string is a `text`).
+pub(crate) fn reply_body(reply: &Reply) -> Result<Value, AdapterError> {
+    Ok(match reply {
+        Reply::Message {
+            message,
+            visibility,
+            replace_original,
+        } => {
+            let content = crate::render::render(message)?;
+            let mut body = json!({
+                "response_type": match visibility {
+                    Visibility::InChannel => "in_channel",
+                    _ => "ephemeral",
+                },
+                "text": content.text,
+            });
+            if let Some(blocks) = content.blocks {
+                body["blocks"] = Value::Array(blocks);
+            }
+            if *replace_original {
+                body["replace_original"] = Value::Bool(true);
+            }
+            body
+        }
+        Reply::Modal(answer) => crate::views::answer(answer)?,
+        Reply::Platform(Value::String(text)) => json!({ "text": text }),
+        Reply::Platform(body) => body.clone(),
+        _ => {
+            return Err(AdapterError::Invalid(
+                "a reply this version cannot render".to_owned(),
+            ));
+        }
+    })
+}
 
 /// Tells Slack not to retry this Events API delivery.
 pub const NO_RETRY_HEADER: &str = "x-slack-no-retry";
@@ -52,9 +90,14 @@ pub(crate) fn respond(texts: &Texts, event: Option<&Event>, verdict: &Verdict) -
         Verdict::Failed if slash_command => ephemeral(&texts.failed),
         Verdict::Failed => empty(StatusCode::INTERNAL_SERVER_ERROR),
         Verdict::Rejected(e) => rejected(e),
-        Verdict::Reply(value) => match value {
-            Value::String(text) if slash_command => json_response(&json!({ "text": text })),
-            value => json_response(value),
+        Verdict::Reply(reply) => match reply_body(reply) {
+            Ok(body) => json_response(&body),
+            Err(e) => {
+                // Checked before it was given (`check_reply`): only a reply of
+                // a later version reaches here.
+                tracing::warn!(error = %e, "slack: a reply that cannot be rendered; acknowledged empty");
+                empty(StatusCode::OK)
+            }
         },
         // A verdict added to chat-core later: acknowledge rather than make
         // Slack retry something this version does not understand.

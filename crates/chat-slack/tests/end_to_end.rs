@@ -73,7 +73,9 @@ async fn on_mention(ctx: Ctx, event: Event) -> Result<(), BoxError> {
 /// Answers `/status {text}` in the HTTP response.
 async fn on_status(ctx: Ctx, event: Event) -> Result<(), BoxError> {
     let text = event.text().unwrap_or_default().to_owned();
-    assert!(ctx.reply(json!({ "text": format!("{text} is green") })));
+    assert!(ctx.reply(chat_core::Reply::platform(
+        json!({ "text": format!("{text} is green") })
+    )));
     Ok(())
 }
 

@@ -893,10 +893,10 @@ fn the_documented_slash_command_verifies_and_parses() {
     assert_eq!(c.user.id, "U2CERLKJA");
     assert_eq!(c.user.name.as_deref(), Some("roadrunner"));
     assert_eq!(
-        c.response_url.as_deref(),
+        c.follow_up.as_ref().map(chat_core::Handle::as_str),
         Some("https://hooks.slack.com/commands/T1DC2JH3J/397700885554/96rGlfmibIGlgcZRskXaIFfN")
     );
-    assert!(c.trigger_id.is_some());
+    assert!(c.trigger.is_some());
 }
 
 #[test]
@@ -1012,10 +1012,10 @@ fn a_button_in_a_thread_reply_acts_on_the_thread() {
     assert_eq!(act.value.as_deref(), Some("deploy-42"));
     assert_eq!(act.user.id, "U061F7AUR");
     assert_eq!(
-        act.response_url.as_deref(),
+        act.follow_up.as_ref().map(chat_core::Handle::as_str),
         Some("https://hooks.slack.com/actions/T0001/1/abc")
     );
-    assert!(act.trigger_id.is_some());
+    assert!(act.trigger.is_some());
 }
 
 #[test]
@@ -1303,22 +1303,51 @@ fn rejections_map_to_their_statuses() {
     }
 }
 
+/// A handler's typed reply is Slack's JSON: a modal answer its
+/// `response_action`, a message its `response_type` (Markdown as mrkdwn, a
+/// card as blocks, `replace_original` when asked), a platform body as given.
 #[test]
 fn replies_are_json_200s() {
+    use chat_core::{OutboundMessage, Reply, Visibility, view::ModalAnswer};
     let a = adapter();
-    let errors = json!({"response_action": "errors", "errors": {"b1": "Too short"}});
     let submit = event_of(deliver(&a, &payload_request(&view_payload("view_submission"))).unwrap());
-    let r = a.respond(Some(&submit), &Verdict::Reply(errors.clone()));
+    let errors = Reply::from(ModalAnswer::errors([("b1", "Too short")]));
+    let r = a.respond(Some(&submit), &Verdict::Reply(errors));
     assert_eq!(r.status(), 200);
-    assert_eq!(body_json(&r), errors);
+    assert_eq!(
+        body_json(&r),
+        json!({"response_action": "errors", "errors": {"b1": "Too short"}})
+    );
 
     let slash = slash_event(&a);
-    let r = a.respond(Some(&slash), &Verdict::Reply(json!("pong")));
-    assert_eq!(body_json(&r), json!({"text": "pong"}));
-    let in_channel = json!({"response_type": "in_channel", "text": "pong"});
+    let r = a.respond(Some(&slash), &Verdict::Reply(Reply::ephemeral("pong")));
     assert_eq!(
-        body_json(&a.respond(Some(&slash), &Verdict::Reply(in_channel.clone()))),
-        in_channel
+        body_json(&r),
+        json!({"response_type": "ephemeral", "text": "pong"})
+    );
+    let public = Reply::message(OutboundMessage::markdown("**pong**"), Visibility::InChannel)
+        .replacing_original();
+    assert_eq!(
+        body_json(&a.respond(Some(&slash), &Verdict::Reply(public))),
+        json!({"response_type": "in_channel", "text": "*pong*", "replace_original": true})
+    );
+    let card = Reply::message(
+        chat_core::Card::new().header("Deploy"),
+        Visibility::Ephemeral,
+    );
+    let body = body_json(&a.respond(Some(&slash), &Verdict::Reply(card)));
+    assert_eq!(body["blocks"][0]["type"], "header", "{body}");
+    let raw = json!({"response_type": "in_channel", "text": "pong", "unfurl_links": false});
+    assert_eq!(
+        body_json(&a.respond(Some(&slash), &Verdict::Reply(Reply::platform(raw.clone())))),
+        raw
+    );
+    assert_eq!(
+        body_json(&a.respond(
+            Some(&slash),
+            &Verdict::Reply(Reply::platform(json!("pong")))
+        )),
+        json!({"text": "pong"})
     );
 }
 

@@ -642,7 +642,7 @@ async fn a_response_url_outside_slacks_hosts_is_refused() {
             .slash_command("/echo", "hi")
             .build();
         if let chat_core::EventKind::SlashCommand(c) = &mut e.kind {
-            c.response_url = Some(url.to_owned());
+            c.follow_up = Some(chat_core::Handle::new(url));
         }
         e
     };
@@ -655,13 +655,15 @@ async fn a_response_url_outside_slacks_hosts_is_refused() {
         "not a url".to_owned(),
     ] {
         let err = a
-            .reply_later(&command(&url), &json!("hi"))
+            .reply_later(&command(&url), &chat_core::Reply::ephemeral("hi"))
             .await
             .unwrap_err();
         assert!(matches!(err, AdapterError::Invalid(_)), "{url}: {err:?}");
     }
     assert!(fake.calls_of("response_url").is_empty());
     let ours = fake.response_url("commands/T0001/1/ok");
-    a.reply_later(&command(&ours), &json!("hi")).await.unwrap();
+    a.reply_later(&command(&ours), &chat_core::Reply::ephemeral("hi"))
+        .await
+        .unwrap();
     assert_eq!(fake.calls_of("response_url").len(), 1);
 }

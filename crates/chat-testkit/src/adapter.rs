@@ -54,7 +54,7 @@ struct Inner {
     next_id: AtomicU64,
     max_body: usize,
     /// Answers sent after the response ([`PlatformAdapter::reply_later`]).
-    later: Mutex<Vec<serde_json::Value>>,
+    later: Mutex<Vec<chat_core::Reply>>,
     /// How long a later answer takes to go out.
     later_latency: Mutex<std::time::Duration>,
 }
@@ -153,7 +153,7 @@ impl ScriptedAdapter {
 
     /// The answers sent after the response ([`PlatformAdapter::reply_later`]),
     /// in order.
-    pub fn later_replies(&self) -> Vec<serde_json::Value> {
+    pub fn later_replies(&self) -> Vec<chat_core::Reply> {
         self.inner
             .later
             .lock()
@@ -223,7 +223,14 @@ impl PlatformAdapter for ScriptedAdapter {
             }
             Verdict::Failed => status(http::StatusCode::INTERNAL_SERVER_ERROR, Bytes::new()),
             Verdict::Rejected(e) => status(e.status(), Bytes::new()),
-            Verdict::Reply(v) => status(http::StatusCode::OK, Bytes::from(v.to_string())),
+            // A platform body as it is; the portable replies as their JSON.
+            Verdict::Reply(chat_core::Reply::Platform(body)) => {
+                status(http::StatusCode::OK, Bytes::from(body.to_string()))
+            }
+            Verdict::Reply(r) => status(
+                http::StatusCode::OK,
+                Bytes::from(serde_json::to_vec(r).unwrap_or_default()),
+            ),
             _ => status(http::StatusCode::OK, Bytes::new()),
         }
     }
@@ -282,7 +289,7 @@ impl PlatformAdapter for ScriptedAdapter {
     async fn reply_later(
         &self,
         _event: &Event,
-        reply: &serde_json::Value,
+        reply: &chat_core::Reply,
     ) -> Result<(), AdapterError> {
         let latency = *self
             .inner

@@ -84,7 +84,10 @@ fn slack_interactivity_verifies_and_parses() {
         (c.command.as_str(), c.text.as_str(), c.user.id.as_str()),
         ("/status", "the deploy", "U0BOB")
     );
-    assert_eq!(c.response_url.as_deref(), Some(fake_url));
+    assert_eq!(
+        c.follow_up.as_ref().map(chat_core::Handle::as_str),
+        Some(fake_url)
+    );
     assert_eq!(command.id.as_str(), "trig-1");
     assert!(matches!(
         parse(&a, s.slash_command("/other", "x")).kind,

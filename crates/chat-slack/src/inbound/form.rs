@@ -2,7 +2,7 @@
 //! field of interactivity.
 
 use bytes::Bytes;
-use chat_core::{Author, EventKind, Inbound, SlashCommand, WebhookError};
+use chat_core::{Author, EventKind, Handle, Inbound, SlashCommand, WebhookError};
 use http::StatusCode;
 
 use super::payload::Form;
@@ -50,8 +50,8 @@ fn slash_command(cx: &Context, form: Form) -> Result<Inbound, WebhookError> {
         form.text.unwrap_or_default(),
         user,
     );
-    command.response_url = form.response_url.filter(|u| !u.is_empty());
-    command.trigger_id = form.trigger_id.filter(|t| !t.is_empty());
+    command.follow_up = form.response_url.filter(|u| !u.is_empty()).map(Handle::new);
+    command.trigger = form.trigger_id.filter(|t| !t.is_empty()).map(Handle::new);
     Ok(cx.event(
         id.clone(),
         id,

@@ -1,7 +1,7 @@
 //! Interactivity payloads: `block_actions`, `view_submission`, `view_closed`,
 //! `shortcut`, `message_action`.
 
-use chat_core::{Action, Author, EventKind, Inbound, Modal, OtherEvent, WebhookError};
+use chat_core::{Action, Author, EventKind, Handle, Inbound, Modal, OtherEvent, WebhookError};
 use serde::Deserialize;
 
 use super::payload::{BlockAction, Interaction};
@@ -104,8 +104,16 @@ fn block_actions(cx: &Context, i: &Interaction) -> Result<Inbound, WebhookError>
     let (channel, root) = location(i, &id);
     let mut click = Action::new(action.action_id.clone().unwrap_or_default(), user(i));
     click.value = action_value(action);
-    click.response_url = i.response_url.clone().filter(|u| !u.is_empty());
-    click.trigger_id = i.trigger_id.clone().filter(|t| !t.is_empty());
+    click.follow_up = i
+        .response_url
+        .clone()
+        .filter(|u| !u.is_empty())
+        .map(Handle::new);
+    click.trigger = i
+        .trigger_id
+        .clone()
+        .filter(|t| !t.is_empty())
+        .map(Handle::new);
     Ok(cx.event(
         id.clone(),
         id,
