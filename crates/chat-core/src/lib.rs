@@ -54,6 +54,7 @@ pub mod installation;
 pub mod kv;
 pub mod outbound;
 pub mod reply;
+pub mod route;
 pub mod state;
 pub mod view;
 
@@ -80,6 +81,7 @@ pub use installation::{Installation, InstallationError, InstallationStore, Secre
 pub use kv::{KvStore, SetMode};
 pub use outbound::{HistoryMessage, HistoryPage, UserInfo};
 pub use reply::{Reply, Visibility};
+pub use route::Route;
 pub use state::{
     Admission, AdmitRequest, Batch, CancelOutcome, CancelRequest, DEFAULT_DEDUPE_TTL,
     DEFAULT_SUBSCRIPTION_TTL, Decision, DropReason, Fate, Gate, Handoff, Lease, LeaseKind,

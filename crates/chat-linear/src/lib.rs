@@ -147,8 +147,8 @@
 //!             concurrency: Concurrency::queue(),
 //!             ..RuntimeOptions::default()
 //!         })
-//!         .on_agent_session_created(on_session.clone())
-//!         .on_agent_session_prompted(on_session)
+//!         .on(chat_linear::routes::agent_session_created(), on_session.clone())
+//!         .on(chat_linear::routes::agent_session_prompted(), on_session)
 //!         .build()?;
 //!     let app = axum::Router::new().route_service("/linear", bot.webhook("linear"));
 //!     let listener = tokio::net::TcpListener::bind("0.0.0.0:3000").await?;
@@ -172,6 +172,7 @@ mod oauth;
 mod operations;
 pub mod payload;
 mod respond;
+pub mod routes;
 pub mod signature;
 pub mod thread;
 

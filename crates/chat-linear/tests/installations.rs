@@ -117,12 +117,15 @@ async fn world() -> World {
             ..RuntimeOptions::default()
         })
         .observer(move |r: &OutcomeRecord| recorded.0.lock().unwrap().push(r.clone()))
-        .on_agent_session_created(|ctx: Ctx, event: Event| async move {
-            ctx.thread()
-                .post(format!("answer for {}", event.tenant()))
-                .await?;
-            Ok::<_, BoxError>(())
-        })
+        .on(
+            chat_linear::routes::agent_session_created(),
+            |ctx: Ctx, event: Event| async move {
+                ctx.thread()
+                    .post(format!("answer for {}", event.tenant()))
+                    .await?;
+                Ok::<_, BoxError>(())
+            },
+        )
         .on_subscribed_message(|ctx: Ctx, event: Event| async move {
             ctx.thread()
                 .post(format!("reply for {}", event.tenant()))

@@ -129,8 +129,14 @@ async fn agent(
             concurrency: Concurrency::queue(),
             ..RuntimeOptions::default()
         })
-        .on_agent_session_created(handler(log.clone(), started.clone()))
-        .on_agent_session_prompted(handler(log.clone(), started.clone()))
+        .on(
+            chat_linear::routes::agent_session_created(),
+            handler(log.clone(), started.clone()),
+        )
+        .on(
+            chat_linear::routes::agent_session_prompted(),
+            handler(log.clone(), started.clone()),
+        )
         .on_new_mention(handler(log.clone(), started.clone()))
         .on_subscribed_message(handler(log.clone(), started.clone()))
         .build()

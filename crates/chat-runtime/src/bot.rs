@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use chat_core::{ForceRelease, PlatformAdapter, ScopeKey, StateBackend, StateError};
+use chat_core::{ForceRelease, PlatformAdapter, Route, ScopeKey, StateBackend, StateError};
 use regex::Regex;
 
 use crate::data::AppData;
@@ -362,78 +362,62 @@ impl BotBuilder {
         self
     }
 
-    /// Handles every added or removed reaction.
+    /// Handles the events `route` takes: a portable route
+    /// ([`Route::reaction`](chat_core::Route::reaction),
+    /// [`Route::action`](chat_core::Route::action), …), a platform's own from
+    /// its adapter crate (`chat_slack::routes::app_home_opened()`,
+    /// `chat_linear::routes::agent_session_created()`), or one of your own
+    /// ([`Route::new`](chat_core::Route::new)). Routes are tried in the order
+    /// they were registered, fallbacks after the others; the first that takes
+    /// an event gets it. Messages go to the mention, pattern and
+    /// subscribed-message handlers first.
     #[must_use]
-    pub fn on_reaction(mut self, handler: impl Handler) -> Self {
-        self.handlers.reaction.push((None, Arc::new(handler)));
+    pub fn on(mut self, route: Route, handler: impl Handler) -> Self {
+        self.handlers.routes.push((route, Arc::new(handler)));
         self
+    }
+
+    /// Handles every added or removed reaction ([`Route::reaction`](chat_core::Route::reaction)).
+    #[must_use]
+    pub fn on_reaction(self, handler: impl Handler) -> Self {
+        self.on(Route::reaction(None), handler)
     }
 
     /// Handles reactions with one emoji (name without colons).
     #[must_use]
-    pub fn on_reaction_emoji(mut self, emoji: &str, handler: impl Handler) -> Self {
-        self.handlers
-            .reaction
-            .push((Some(emoji.to_owned()), Arc::new(handler)));
-        self
+    pub fn on_reaction_emoji(self, emoji: &str, handler: impl Handler) -> Self {
+        self.on(Route::reaction(Some(emoji)), handler)
     }
 
     /// Handles clicks on the component with `action_id`.
     #[must_use]
-    pub fn on_action(mut self, action_id: &str, handler: impl Handler) -> Self {
-        self.handlers
-            .action
-            .push((action_id.to_owned(), Arc::new(handler)));
-        self
+    pub fn on_action(self, action_id: &str, handler: impl Handler) -> Self {
+        self.on(Route::action(action_id), handler)
     }
 
     /// Handles a slash command (`/echo`).
     #[must_use]
-    pub fn on_slash_command(mut self, command: &str, handler: impl Handler) -> Self {
-        self.handlers
-            .slash_command
-            .push((command.to_owned(), Arc::new(handler)));
-        self
+    pub fn on_slash_command(self, command: &str, handler: impl Handler) -> Self {
+        self.on(Route::slash_command(command), handler)
     }
 
-    /// Handles every slash command no [`on_slash_command`](Self::on_slash_command)
-    /// names (a bot that answers whatever command it is installed with).
+    /// Handles every slash command no other route takes (a bot that answers
+    /// whatever command it is installed with).
     #[must_use]
-    pub fn on_any_slash_command(mut self, handler: impl Handler) -> Self {
-        self.handlers.any_slash_command = Some(Arc::new(handler));
-        self
+    pub fn on_any_slash_command(self, handler: impl Handler) -> Self {
+        self.on(Route::any_slash_command(), handler)
     }
 
     /// Handles modal submissions (`Some(callback_id)` for one modal, `None` for all).
     #[must_use]
-    pub fn on_modal_submit(mut self, callback_id: Option<&str>, handler: impl Handler) -> Self {
-        self.handlers
-            .modal_submit
-            .push((callback_id.map(str::to_owned), Arc::new(handler)));
-        self
+    pub fn on_modal_submit(self, callback_id: Option<&str>, handler: impl Handler) -> Self {
+        self.on(Route::modal_submit(callback_id), handler)
     }
 
     /// Handles modals being closed.
     #[must_use]
-    pub fn on_modal_close(mut self, callback_id: Option<&str>, handler: impl Handler) -> Self {
-        self.handlers
-            .modal_close
-            .push((callback_id.map(str::to_owned), Arc::new(handler)));
-        self
-    }
-
-    /// Handles a new agent session (Linear: the agent was mentioned or delegated).
-    #[must_use]
-    pub fn on_agent_session_created(mut self, handler: impl Handler) -> Self {
-        self.handlers.agent_created.push(Arc::new(handler));
-        self
-    }
-
-    /// Handles a follow-up prompt in an agent session.
-    #[must_use]
-    pub fn on_agent_session_prompted(mut self, handler: impl Handler) -> Self {
-        self.handlers.agent_prompted.push(Arc::new(handler));
-        self
+    pub fn on_modal_close(self, callback_id: Option<&str>, handler: impl Handler) -> Self {
+        self.on(Route::modal_close(callback_id), handler)
     }
 
     /// Checks the configuration and builds the bot. Each invalid combination has

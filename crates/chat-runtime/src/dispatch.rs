@@ -175,9 +175,11 @@ async fn deliver(
                 Verdict::Ignored
             }
             Plan::Control => stop(shared, adapter, &event).await,
-            Plan::Admit { gate, serialized } => {
-                admit(shared, adapter, &event, gate, serialized, answer).await
-            }
+            Plan::Admit {
+                gate,
+                serialized,
+                handler,
+            } => admit(shared, adapter, &event, (gate, serialized, handler), answer).await,
         }
     };
     let verdict = answer.finish(decide.instrument(span).await);
@@ -272,8 +274,7 @@ async fn admit(
     shared: &Arc<Shared>,
     adapter: &Arc<dyn PlatformAdapter>,
     event: &Arc<Event>,
-    gate: Gate,
-    serialized: bool,
+    (gate, serialized, handler): (Gate, bool, Option<crate::handler::SharedHandler>),
     answer: &Answer,
 ) -> Verdict {
     let accepted_at = Instant::now();
@@ -357,6 +358,7 @@ async fn admit(
         posted: Arc::clone(&posted),
         reply: (!deferred).then(|| answer.clone()),
         attempt: 1,
+        handler,
     };
     let ctx = Holder::new(shared, adapter, concurrency);
     let verdict = decide(

@@ -177,6 +177,16 @@ pub(crate) async fn run(
 /// goes to the subscribed-message handler.
 async fn route(shared: &Shared, work: &Work) -> Option<SharedHandler> {
     let handlers = shared.handlers();
+    if let Some(planned) = &work.handler {
+        // Chosen on the ack path; a message admitted in a subscribed thread
+        // goes to the subscribed-message handler instead.
+        if work.subscribed == Some(true)
+            && let Some(h) = handlers.subscribed_for(&work.event)
+        {
+            return Some(h);
+        }
+        return Some(planned.clone());
+    }
     let subscribed = match work.subscribed {
         Some(s) => s,
         None => subscribed_now(shared, &work.event).await,

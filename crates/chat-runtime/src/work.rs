@@ -25,6 +25,9 @@ pub(crate) struct Work {
     pub(crate) reply: Option<crate::answer::Answer>,
     /// How many times the event has been handed out to run, this time included.
     pub(crate) attempt: u32,
+    /// The handler the ack path routed it to; `None` for work handed over by
+    /// the backend, routed when it runs.
+    pub(crate) handler: Option<crate::handler::SharedHandler>,
 }
 
 impl Work {
@@ -43,6 +46,7 @@ impl Work {
             posted: Arc::default(),
             reply: None,
             attempt,
+            handler: None,
         }
     }
 }

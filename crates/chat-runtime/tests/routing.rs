@@ -92,8 +92,14 @@ impl World {
             .on_slash_command("/echo", tagged(&seen, "command"))
             .on_modal_submit(Some("form"), tagged(&seen, "submit"))
             .on_modal_close(None, tagged(&seen, "close"))
-            .on_agent_session_created(tagged(&seen, "created"))
-            .on_agent_session_prompted(tagged(&seen, "prompted"));
+            .on(
+                chat_core::Route::agent_session(chat_core::AgentSessionAction::Created),
+                tagged(&seen, "created"),
+            )
+            .on(
+                chat_core::Route::agent_session(chat_core::AgentSessionAction::Prompted),
+                tagged(&seen, "prompted"),
+            );
         Self {
             bot: b.build().unwrap(),
             adapter,

@@ -230,6 +230,7 @@ pub mod mrkdwn;
 mod oauth;
 mod render;
 mod respond;
+pub mod routes;
 pub mod signature;
 mod transport;
 pub mod views;

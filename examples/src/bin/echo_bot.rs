@@ -68,8 +68,8 @@ async fn main() -> Result<(), BoxError> {
         })
         .on_new_mention(turn)
         .on_subscribed_message(turn)
-        .on_agent_session_created(turn)
-        .on_agent_session_prompted(turn)
+        .on(chat_linear::routes::agent_session_created(), turn)
+        .on(chat_linear::routes::agent_session_prompted(), turn)
         .on_action(echo::AGAIN_ACTION, move |ctx, event| echo.again(ctx, event))
         .on_reaction(move |ctx, event| echo.reaction(ctx, event))
         .on_slash_command(echo::FORM_COMMAND, move |ctx, event| {
