@@ -71,6 +71,23 @@ impl Bot {
         crate::dispatch::deliver_detached(&self.shared, adapter, parts, body).await
     }
 
+    /// Delivers an event that did not come through a webhook — a socket feed
+    /// (Slack Socket Mode, a gateway connection) that received and
+    /// authenticated it — to the adapter named `adapter`, which owns its
+    /// platform: the same path as a webhook's after `parse` (resolve,
+    /// dedupe and admission, the strategy, the run, durability). Returns
+    /// within `ack_timeout` the [`Verdict`](chat_core::Verdict) the feed
+    /// acknowledges by its protocol (past it, `Working` for an admitted event
+    /// still running). An unknown adapter name is `Rejected`.
+    pub async fn deliver(&self, adapter: &str, event: chat_core::Event) -> chat_core::Verdict {
+        let Some(adapter) = self.shared.adapter(adapter) else {
+            return chat_core::Verdict::Rejected(chat_core::WebhookError::Malformed(format!(
+                "no adapter named {adapter}"
+            )));
+        };
+        crate::dispatch::deliver_event_detached(&self.shared, adapter, event).await
+    }
+
     /// The options in force.
     pub fn options(&self) -> &RuntimeOptions {
         self.shared.options()

@@ -134,32 +134,46 @@ async fn deliver(
             });
             return respond(answer, adapter, None, &Verdict::Ignored);
         }
-        Ok(Inbound::Event(mut event)) => match adapter.resolve(&mut event).await {
-            Ok(Resolution::Ignored { reason }) => {
-                tracing::debug!(name: "message-ignored", adapter = adapter.name(), reason);
-                shared.recorder().event(&event, Outcome::Ignored, reason);
-                return respond(answer, adapter, Some(&event), &Verdict::Ignored);
-            }
-            Ok(Resolution::Uninstalled { reason }) => {
-                tracing::info!(name: "app-uninstalled", adapter = adapter.name(), tenant = %event.tenant(), reason);
-                shared.recorder().event(&event, Outcome::Ignored, reason);
-                forget_tenant(shared, &event);
-                return respond(answer, adapter, Some(&event), &Verdict::Ignored);
-            }
-            Ok(_) => {
-                let event = Arc::new(*event);
-                answer.parsed(&event);
-                event
-            }
-            Err(e) => {
-                tracing::warn!(adapter = adapter.name(), event_id = %event.id, error = %e, "resolving the event failed; the platform will retry");
-                shared
-                    .recorder()
-                    .event(&event, Outcome::Rejected, "resolve-failed");
-                return respond(answer, adapter, Some(&event), &Verdict::Failed);
-            }
-        },
+        Ok(Inbound::Event(event)) => event,
         Ok(_) => return respond(answer, adapter, None, &Verdict::Ignored),
+    };
+    let (event, verdict) = deliver_event(shared, adapter, event, answer).await;
+    respond(answer, adapter, event.as_deref(), &verdict)
+}
+
+/// An event, however it came in (a webhook, a socket feed): resolved,
+/// routed, admitted and run or handed over; the verdict the platform is to
+/// hear, with the event as resolved.
+async fn deliver_event(
+    shared: &Arc<Shared>,
+    adapter: &Arc<dyn PlatformAdapter>,
+    mut event: Box<Event>,
+    answer: &Answer,
+) -> (Option<Arc<Event>>, Verdict) {
+    let event = match adapter.resolve(&mut event).await {
+        Ok(Resolution::Ignored { reason }) => {
+            tracing::debug!(name: "message-ignored", adapter = adapter.name(), reason);
+            shared.recorder().event(&event, Outcome::Ignored, reason);
+            return (Some(Arc::new(*event)), Verdict::Ignored);
+        }
+        Ok(Resolution::Uninstalled { reason }) => {
+            tracing::info!(name: "app-uninstalled", adapter = adapter.name(), tenant = %event.tenant(), reason);
+            shared.recorder().event(&event, Outcome::Ignored, reason);
+            forget_tenant(shared, &event);
+            return (Some(Arc::new(*event)), Verdict::Ignored);
+        }
+        Ok(_) => {
+            let event = Arc::new(*event);
+            answer.parsed(&event);
+            event
+        }
+        Err(e) => {
+            tracing::warn!(adapter = adapter.name(), event_id = %event.id, error = %e, "resolving the event failed; the platform will retry");
+            shared
+                .recorder()
+                .event(&event, Outcome::Rejected, "resolve-failed");
+            return (Some(Arc::new(*event)), Verdict::Failed);
+        }
     };
     let span = tracing::info_span!(
         "delivery",
@@ -183,7 +197,40 @@ async fn deliver(
         }
     };
     let verdict = answer.finish(decide.instrument(span).await);
-    respond(answer, adapter, Some(&event), &verdict)
+    (Some(event), verdict)
+}
+
+/// The entry below HTTP: an event a socket feed (Slack Socket Mode, a
+/// gateway) received and authenticated itself goes the way of a webhook's —
+/// resolve, dedupe and admission, the strategy, the run — on a task of its
+/// own, and the verdict comes back within `ack_timeout` for the feed to
+/// acknowledge as its protocol says (past it: `Working` for an admitted
+/// event still running, else `AtCapacity`).
+pub(crate) async fn deliver_event_detached(
+    shared: &Arc<Shared>,
+    adapter: Arc<dyn PlatformAdapter>,
+    event: Event,
+) -> Verdict {
+    let received = Instant::now();
+    crate::sweep::start_sweeper(shared);
+    let (task_shared, task_adapter) = (Arc::clone(shared), Arc::clone(&adapter));
+    let answer = Answer::default();
+    let task_answer = answer.clone();
+    let task = shared.tracker().spawn(async move {
+        deliver_event(&task_shared, &task_adapter, Box::new(event), &task_answer)
+            .await
+            .1
+    });
+    let verdict = match tokio::time::timeout(shared.options().ack_timeout, task).await {
+        Ok(Ok(verdict)) => verdict,
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "delivery task failed");
+            Verdict::Failed
+        }
+        Err(_) => answer.timed_out(),
+    };
+    crate::telemetry::delivery(adapter.platform(), verdict.name(), received.elapsed());
+    verdict
 }
 
 /// The scope `event` is serialized on.
