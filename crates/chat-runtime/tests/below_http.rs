@@ -12,10 +12,13 @@ use chat_runtime::{Bot, Concurrency, Ctx, Dispatch, Event, RuntimeOptions};
 use chat_state_memory::MemoryState;
 use chat_testkit::ScriptedAdapter;
 
+/// Each run's event id and the ids it skipped.
+type Runs = Arc<Mutex<Vec<(String, Vec<String>)>>>;
+
 #[tokio::test(start_paused = true)]
 async fn a_socket_fed_event_takes_the_webhooks_path() {
     let adapter = ScriptedAdapter::new("feed");
-    let runs: Arc<Mutex<Vec<(String, Vec<String>)>>> = Arc::default();
+    let runs: Runs = Arc::default();
     let seen = Arc::clone(&runs);
     let bot = Bot::builder()
         .state(MemoryState::new())
