@@ -1,5 +1,93 @@
 //! The [`PlatformAdapter`] contract: how one platform's webhooks are verified,
 //! normalized and answered, and how handlers talk back.
+//!
+//! A new platform is a crate of its own with one type implementing the
+//! trait: nine methods are required (name, platform, verify, parse, respond,
+//! post, edit, delete, react); every other has a default — most an
+//! [`AdapterError::Unsupported`] — so the platform opts into what it has.
+//! Its own event kinds travel as [`EventKind::Other`](crate::EventKind::Other)
+//! and are handled through a [`Route`](crate::Route) the crate constructs;
+//! a handler's answer to an interaction arrives as a [`Reply`] to render.
+//! The smallest complete adapter:
+//!
+//! ```
+//! use async_trait::async_trait;
+//! use bytes::Bytes;
+//! use chat_core::{
+//!     AdapterError, Author, Event, EventKind, Inbound, Message, MessageRef, OutboundMessage,
+//!     Platform, PlatformAdapter, Route, ThreadRef, Verdict, WebhookError,
+//! };
+//!
+//! const MINE: Platform = Platform::new("mine");
+//!
+//! /// The platform's own event, for `BotBuilder::on`.
+//! pub fn ping() -> Route {
+//!     Route::other("mine.ping")
+//! }
+//!
+//! struct Mine;
+//!
+//! #[async_trait]
+//! impl PlatformAdapter for Mine {
+//!     fn name(&self) -> &str { "mine" }
+//!     fn platform(&self) -> Platform { MINE }
+//!
+//!     // First, over the raw bytes, in constant time (here a header token).
+//!     fn verify(&self, parts: &http::request::Parts, _body: &Bytes) -> Result<(), WebhookError> {
+//!         let token = parts.headers.get("x-mine-token").ok_or(WebhookError::MissingHeader("x-mine-token"))?;
+//!         let ok = token.as_bytes().len() == 6
+//!             && token.as_bytes().iter().zip(b"secret").fold(0, |a, (x, y)| a | (x ^ y)) == 0;
+//!         if ok { Ok(()) } else { Err(WebhookError::BadSignature) }
+//!     }
+//!
+//!     // Never panics; the dedupe key names the user's action.
+//!     fn parse(&self, _parts: &http::request::Parts, body: &Bytes) -> Result<Inbound, WebhookError> {
+//!         let v: serde_json::Value =
+//!             serde_json::from_slice(body).map_err(|e| WebhookError::Malformed(e.to_string()))?;
+//!         let (id, room) = (v["id"].as_str().unwrap_or(""), v["room"].as_str().unwrap_or(""));
+//!         let kind = match v["text"].as_str() {
+//!             Some(text) => EventKind::Message(Message::new(id, Author::new("u"), text).with_mention(true)),
+//!             None => EventKind::Other(chat_core::OtherEvent::new("mine.ping", v.clone())),
+//!         };
+//!         Ok(Inbound::Event(Box::new(Event::new(id, id, ThreadRef::new(MINE, "w", room, ""), kind))))
+//!     }
+//!
+//!     // How each verdict is said to this platform.
+//!     fn respond(&self, _event: Option<&Event>, verdict: &Verdict) -> http::Response<Bytes> {
+//!         let mut r = http::Response::new(Bytes::new());
+//!         *r.status_mut() = match verdict {
+//!             Verdict::Rejected(e) => e.status(),
+//!             Verdict::AtCapacity | Verdict::Working | Verdict::Failed => http::StatusCode::SERVICE_UNAVAILABLE,
+//!             _ => http::StatusCode::OK,
+//!         };
+//!         r
+//!     }
+//!
+//!     async fn post(&self, thread: &ThreadRef, _m: &OutboundMessage) -> Result<MessageRef, AdapterError> {
+//!         Ok(MessageRef { thread: thread.clone(), id: "1".into() })
+//!     }
+//!     async fn edit(&self, _: &MessageRef, _: &OutboundMessage) -> Result<(), AdapterError> {
+//!         Err(AdapterError::Unsupported("editing"))
+//!     }
+//!     async fn delete(&self, _: &MessageRef) -> Result<(), AdapterError> {
+//!         Err(AdapterError::Unsupported("deleting"))
+//!     }
+//!     async fn react(&self, _: &MessageRef, _: &str) -> Result<(), AdapterError> {
+//!         Err(AdapterError::Unsupported("reactions"))
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let (parts, ()) = http::Request::post("/").header("x-mine-token", "secret").body(())?.into_parts();
+//! let body = Bytes::from_static(br#"{"id":"e1","room":"r1"}"#);
+//! Mine.verify(&parts, &body)?;
+//! let Inbound::Event(event) = Mine.parse(&parts, &body)? else { return Err("not an event".into()) };
+//! assert!(ping().matches(&event));
+//! # Ok(()) }
+//! ```
+//!
+//! `examples/tests/toy_platform.rs` runs such an adapter end to end in a bot:
+//! a platform-only event through its route, a typed reply, posting.
 
 use async_trait::async_trait;
 use bytes::Bytes;
