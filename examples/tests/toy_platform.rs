@@ -5,7 +5,12 @@
 //! platform joins without editing the core, the runtime or a backend. The
 //! steps are CONTRIBUTING.md's "Adding a platform adapter".
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::needless_pass_by_value, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::needless_pass_by_value,
+    missing_docs
+)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

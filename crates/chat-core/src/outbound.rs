@@ -129,7 +129,7 @@ pub struct OutboundMessage {
     pub card: Option<Card>,
     /// The reply's identity within its handler run, set by the runtime's thread
     /// handle: adapters use it so a run repeated after a crash does not post
-    /// the same reply twice (see [`PlatformAdapter::post`]).
+    /// the same reply twice (see [`PlatformAdapter::post`](crate::PlatformAdapter::post)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_key: Option<ReplyKey>,
 }
