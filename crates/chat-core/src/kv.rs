@@ -1,9 +1,11 @@
 //! [`KvStore`]: a small key-value store with expiry, for what is not the
 //! runtime's protocol state — installations (`chat-installations`), caches.
 //!
-//! Separate from [`StateBackend`](crate::StateBackend) so that a backend for the
-//! runtime's protocol need not offer it, and a store of installations needs
-//! nothing else. The memory and Redis backends implement both; their KV lives
+//! A trait of its own, so that a store of installations needs nothing else;
+//! and required of every [`StateBackend`](crate::StateBackend) (its
+//! supertrait), because the runtime keeps shared records there too — the
+//! user-lookup cache, the inspector's sessions — that every replica must see
+//! (ADR 0019). The memory and Redis backends implement both; their KV lives
 //! beside the protocol state under the same key prefix.
 //!
 //! # Contract

@@ -40,6 +40,26 @@
 //! assert_eq!(request.concurrency.name(), "queue");
 //! ```
 
+//! # Stability
+//!
+//! chat-core is what adapters and backends are written against, so it
+//! changes least. Until 1.0, and as the rule after it:
+//!
+//! * **A minor release may add**: a variant to a `#[non_exhaustive]` enum
+//!   (every public enum is one — match with a wildcard arm), a field to a
+//!   `#[non_exhaustive]` struct (build them with their constructors), a
+//!   trait method *with a default*, a type, a function, a route constructor.
+//! * **A minor release may not** remove or rename anything public, change a
+//!   signature, add a trait method without a default, or weaken a documented
+//!   guarantee of a contract (`StateBackend`'s atomicity, `PlatformAdapter`'s
+//!   verify-before-parse) — those wait for a major release.
+//! * Until 1.0 a minor release (0.x) may break, and then says so: every
+//!   change of a contract is in the repository's `CHANGELOG.md` with what an
+//!   implementation written against the previous version must change.
+//! * The serialized form of an [`Event`] is read back by other replicas and
+//!   later versions (queued and in-flight events): a field is only ever added
+//!   with a default, and one dropped is said in the changelog.
+
 #![forbid(unsafe_code)]
 
 pub mod adapter;
