@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;
-use chat_core::PlatformAdapter;
+use chat_core::Webhook;
 use chat_slack::{SlackAdapter, signature};
 use libfuzzer_sys::fuzz_target;
 

@@ -17,7 +17,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use chat_core::{AdapterError, TenantId};
+use chat_http::{Answer, Attempt, HttpOptions, RetryPolicy, Transport};
 use http::HeaderValue;
 use serde::Deserialize;
 use serde_json::Value;
@@ -26,35 +28,29 @@ use tokio::time::Instant;
 use crate::operations::Operation;
 use chat_core::Clock;
 
-/// The first wait when a rate limit says nothing about how long to wait.
-const BASE_BACKOFF: Duration = Duration::from_secs(1);
-/// The longest such wait.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The longest wait a reset time in the past or far future comes to.
+const MAX_WAIT: Duration = Duration::from_secs(30);
 
 /// The GraphQL client shared by every clone of the adapter.
 pub(crate) struct GraphqlClient {
-    pub(crate) http: reqwest::Client,
-    pub(crate) endpoint: reqwest::Url,
+    pub(crate) transport: Transport,
+    pub(crate) options: HttpOptions,
+    pub(crate) endpoint: http::Uri,
     pub(crate) default_auth: Option<HeaderValue>,
     pub(crate) organization_auth: HashMap<TenantId, HeaderValue>,
-    pub(crate) request_timeout: Duration,
-    pub(crate) retry_budget: Duration,
-    pub(crate) max_retries: u32,
     pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for GraphqlClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GraphqlClient")
-            .field("endpoint", &self.endpoint.as_str())
+            .field("endpoint", &self.endpoint.to_string())
             .field(
                 "default_auth",
                 &self.default_auth.as_ref().map(|_| "<redacted>"),
             )
             .field("organizations", &self.organization_auth.len())
-            .field("request_timeout", &self.request_timeout)
-            .field("retry_budget", &self.retry_budget)
-            .field("max_retries", &self.max_retries)
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
@@ -87,12 +83,6 @@ impl GraphqlError {
     }
 }
 
-/// What one attempt came to.
-enum Attempt {
-    Done(Result<Value, AdapterError>),
-    RateLimited(Duration),
-}
-
 impl GraphqlClient {
     /// The configured credential of `tenant`, else the default one.
     pub(crate) fn configured_auth(&self, tenant: Option<&TenantId>) -> Option<&HeaderValue> {
@@ -109,78 +99,39 @@ impl GraphqlClient {
         deadline: Option<Instant>,
         op: &Operation,
     ) -> Result<Value, AdapterError> {
-        let deadline = deadline.unwrap_or_else(|| Instant::now() + self.retry_budget);
         let body = serde_json::to_vec(&op.body()).map_err(|e| AdapterError::Decode(Box::new(e)))?;
-        let mut retries = 0u32;
-        loop {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            if remaining.is_zero() {
-                return Err(AdapterError::DeadlineExceeded);
-            }
-            match self
-                .attempt(
-                    auth,
-                    &body,
-                    op,
-                    remaining.min(self.request_timeout),
-                    retries,
-                )
-                .await
-            {
-                // A request cut off by the call's deadline.
-                Attempt::Done(Err(AdapterError::Transport(_))) if Instant::now() >= deadline => {
-                    return Err(AdapterError::DeadlineExceeded);
-                }
-                Attempt::Done(result) => return result,
-                Attempt::RateLimited(wait) => {
-                    // A hostile or broken wait must not overflow the clock.
-                    let outlasts = Instant::now()
-                        .checked_add(wait)
-                        .is_none_or(|until| until > deadline);
-                    if retries >= self.max_retries || outlasts {
-                        tracing::info!(operation = op.name, retry_after = ?wait, "linear rate limit outlasts the deadline");
-                        return Err(AdapterError::RateLimited { retry_after: wait });
-                    }
-                    tracing::debug!(operation = op.name, retry_after = ?wait, "linear rate limited; waiting");
-                    tokio::time::sleep(wait).await;
-                    retries += 1;
-                }
-            }
-        }
-    }
-
-    async fn attempt(
-        &self,
-        auth: &HeaderValue,
-        body: &[u8],
-        op: &Operation,
-        timeout: Duration,
-        retries: u32,
-    ) -> Attempt {
-        let sent = self
-            .http
-            .post(self.endpoint.clone())
+        let request = http::Request::post(self.endpoint.clone())
             .header(http::header::AUTHORIZATION, auth.clone())
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json")
-            .timeout(timeout)
-            .body(body.to_vec())
-            .send()
-            .await;
-        let response = match sent {
-            Ok(r) => r,
-            Err(e) => return Attempt::Done(Err(AdapterError::Transport(Box::new(e)))),
+            .body(Bytes::from(body))
+            .map_err(|e| AdapterError::Transport(Box::new(e)))?;
+        let policy = Graphql {
+            op,
+            clock: self.clock.as_ref(),
         };
-        let status = response.status();
-        let wait = self.rate_limit_wait(response.headers(), retries);
+        chat_http::call(&self.transport, &self.options, deadline, &request, &policy).await
+    }
+}
+
+/// How a GraphQL answer reads (see the module docs): a rate limit — HTTP 429
+/// or a `RATELIMITED` error — waits; anything else is the call's result.
+struct Graphql<'a> {
+    op: &'a Operation,
+    clock: &'a dyn Clock,
+}
+
+impl RetryPolicy for Graphql<'_> {
+    type Output = Value;
+
+    fn classify(&self, answer: Answer, retries: u32) -> Attempt<Value> {
+        let op = self.op;
+        let status = answer.status;
+        let wait = self.rate_limit_wait(&answer, retries);
         if status == http::StatusCode::TOO_MANY_REQUESTS {
-            return Attempt::RateLimited(wait);
+            return Attempt::RetryAfter(wait);
         }
-        let bytes = match crate::http::read_capped(response, crate::http::MAX_ANSWER_BYTES).await {
-            Ok(b) => b,
-            Err(e) => return Attempt::Done(Err(e)),
-        };
-        let parsed: Response = match serde_json::from_slice(&bytes) {
+        let parsed: Response = match serde_json::from_slice(&answer.body) {
             Ok(p) => p,
             Err(e) => {
                 return Attempt::Done(Err(if status.is_success() {
@@ -192,7 +143,7 @@ impl GraphqlClient {
         };
         if let Some(errors) = parsed.errors.filter(|e| !e.is_empty()) {
             if errors.iter().any(GraphqlError::is_rate_limit) {
-                return Attempt::RateLimited(wait);
+                return Attempt::RetryAfter(wait);
             }
             let code = errors
                 .iter()
@@ -225,29 +176,26 @@ impl GraphqlClient {
         }
         Attempt::Done(Ok(field))
     }
+}
 
+impl Graphql<'_> {
     /// How long a rate limit asks to wait: `Retry-After` (seconds), else
     /// `X-RateLimit-Requests-Reset` (Unix milliseconds), else a doubling
     /// backoff.
-    fn rate_limit_wait(&self, headers: &http::HeaderMap, retries: u32) -> Duration {
-        let number = |name: &str| {
-            headers
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|v| v.is_finite() && *v >= 0.0)
-        };
-        if let Some(secs) = number("retry-after") {
-            return Duration::try_from_secs_f64(secs).unwrap_or(MAX_BACKOFF);
+    fn rate_limit_wait(&self, answer: &Answer, retries: u32) -> Duration {
+        if let Some(wait) = chat_http::retry_after(answer) {
+            return wait;
         }
-        if let Some(reset_ms) = number("x-ratelimit-requests-reset") {
+        let reset_ms = answer
+            .header("x-ratelimit-requests-reset")
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0);
+        if let Some(reset_ms) = reset_ms {
             #[allow(clippy::cast_precision_loss)]
             let now_ms = self.clock.now_ms() as f64;
             let wait_ms = (reset_ms - now_ms).max(0.0);
-            return Duration::try_from_secs_f64(wait_ms / 1000.0).unwrap_or(MAX_BACKOFF);
+            return Duration::try_from_secs_f64(wait_ms / 1000.0).unwrap_or(MAX_WAIT);
         }
-        BASE_BACKOFF
-            .saturating_mul(1u32.checked_shl(retries).unwrap_or(u32::MAX))
-            .min(MAX_BACKOFF)
+        chat_http::backoff(retries)
     }
 }

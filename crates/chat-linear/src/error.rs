@@ -31,7 +31,14 @@ pub enum BuildError {
     /// An OAuth setting is missing or invalid (named, never its value).
     #[error("invalid OAuth setting: {0}")]
     OAuth(&'static str),
-    /// The HTTP client could not be built (TLS setup).
+    /// The HTTP client could not be built (TLS setup, or an outbound proxy
+    /// that is not an `http://host:port` URL).
     #[error("the HTTP client could not be built")]
     HttpClient(#[source] BoxError),
+}
+
+impl From<chat_http::BuildError> for BuildError {
+    fn from(e: chat_http::BuildError) -> Self {
+        Self::HttpClient(Box::new(e))
+    }
 }

@@ -30,7 +30,7 @@
 //! ```
 //! use std::time::{Duration, UNIX_EPOCH};
 //! use bytes::Bytes;
-//! use chat_core::{AgentSessionAction, EventKind, Inbound, PlatformAdapter};
+//! use chat_core::{AgentSessionAction, EventKind, Inbound, Webhook};
 //! use chat_linear::{signature, LinearAdapter};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -164,7 +164,6 @@ mod adapter;
 mod client;
 mod error;
 mod first;
-mod http;
 pub mod inbound;
 mod json;
 pub mod markdown;
@@ -184,9 +183,9 @@ pub use adapter::{
     LinearAdapter, LinearAdapterBuilder,
 };
 pub use chat_core::{Clock, SystemClock};
+pub use chat_http::{HttpOptions, MAX_ANSWER_BYTES, Proxy};
 pub use chat_installations::oauth::{OAuthBuildError, OAuthError, StateRefusal};
 pub use error::BuildError;
-pub use http::MAX_ANSWER_BYTES;
 pub use oauth::{
     ClientAuth, DEFAULT_AUTHORIZE_URL, DEFAULT_SCOPES, DEFAULT_STATE_COOKIE, DEFAULT_TOKEN_URL,
     LinearOAuth, LinearOAuthBuilder, LinearOAuthProvider, LinearOAuthProviderBuilder,

@@ -98,19 +98,19 @@ pub type LinearOAuthBuilder = OAuthFlowBuilder<LinearOAuthProvider>;
 /// on the authorize page, the code exchange and the refresh at the token
 /// endpoint, and the `viewer` query naming the app user and its organization.
 pub struct LinearOAuthProvider {
-    token_url: reqwest::Url,
-    graphql_url: reqwest::Url,
+    token_url: http::Uri,
+    graphql_url: http::Uri,
     client_auth: ClientAuth,
     prompt_consent: bool,
     request_timeout: Duration,
-    http: reqwest::Client,
+    transport: chat_http::Transport,
 }
 
 impl fmt::Debug for LinearOAuthProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LinearOAuthProvider")
-            .field("token_url", &self.token_url.as_str())
-            .field("graphql_url", &self.graphql_url.as_str())
+            .field("token_url", &self.token_url.to_string())
+            .field("graphql_url", &self.graphql_url.to_string())
             .field("client_auth", &self.client_auth)
             .field("prompt_consent", &self.prompt_consent)
             .field("request_timeout", &self.request_timeout)
@@ -129,10 +129,10 @@ pub struct LinearOAuthProviderBuilder {
     request_timeout: Duration,
 }
 
-fn http_url(s: &str, what: &'static str) -> Result<reqwest::Url, BuildError> {
-    reqwest::Url::parse(s)
+fn http_url(s: &str, what: &'static str) -> Result<http::Uri, BuildError> {
+    s.parse::<http::Uri>()
         .ok()
-        .filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
+        .filter(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some())
         .ok_or(BuildError::OAuth(what))
 }
 
@@ -175,14 +175,14 @@ impl LinearOAuthProviderBuilder {
         if self.request_timeout.is_zero() {
             return Err(BuildError::OAuth("request_timeout is zero"));
         }
-        let http = crate::http::client()?;
+        let transport = chat_http::Transport::new(&chat_http::Proxy::FromEnv, "chat-linear")?;
         Ok(LinearOAuthProvider {
             token_url: http_url(&self.token_url, "token_url is not an http(s) URL")?,
             graphql_url: http_url(&self.graphql_url, "graphql_url is not an http(s) URL")?,
             client_auth: self.client_auth,
             prompt_consent: self.prompt_consent,
             request_timeout: self.request_timeout,
-            http,
+            transport,
         })
     }
 }
@@ -205,18 +205,29 @@ impl LinearOAuthProvider {
         Self::builder().build()
     }
 
+    /// One request to Linear, within the request timeout: its status and
+    /// body (capped; a redirect is not followed).
+    async fn send(
+        &self,
+        request: http::Request<bytes::Bytes>,
+    ) -> Result<(http::StatusCode, bytes::Bytes), OAuthError> {
+        let answer = self
+            .transport
+            .send(request, self.request_timeout)
+            .await
+            .map_err(|e| OAuthError::Transport(AdapterError::Transport(Box::new(e))))?;
+        Ok((answer.status, answer.body))
+    }
+
     async fn token_request(
         &self,
         client: &OAuthClient,
         fields: &[(&str, &str)],
     ) -> Result<TokenAnswer, OAuthError> {
         let mut form: Vec<(&str, &str)> = fields.to_vec();
-        let mut request = self
-            .http
-            .post(self.token_url.clone())
+        let mut request = http::Request::post(self.token_url.clone())
             .header(ACCEPT, "application/json")
-            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .timeout(self.request_timeout);
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded");
         match self.client_auth {
             ClientAuth::Body => {
                 form.push(("client_id", client.id()));
@@ -238,15 +249,10 @@ impl LinearOAuthProvider {
         }
         let body = serde_urlencoded::to_string(&form)
             .map_err(|_| OAuthError::Internal("the token request could not be encoded"))?;
-        let response = request
-            .body(body)
-            .send()
-            .await
+        let request = request
+            .body(bytes::Bytes::from(body))
             .map_err(|e| OAuthError::Transport(AdapterError::Transport(Box::new(e))))?;
-        let status = response.status();
-        let bytes = crate::http::read_capped(response, crate::http::MAX_ANSWER_BYTES)
-            .await
-            .map_err(OAuthError::Transport)?;
+        let (status, bytes) = self.send(request).await?;
         let answer: TokenAnswer = serde_json::from_slice(&bytes).unwrap_or_default();
         if let Some(code) = answer.error.as_deref().filter(|c| !c.is_empty()) {
             return Err(OAuthError::Refused(safe_code(code)));
@@ -264,21 +270,13 @@ impl LinearOAuthProvider {
         let mut auth = HeaderValue::from_str(&format!("Bearer {access_token}"))
             .map_err(|_| OAuthError::Incomplete("a usable access token"))?;
         auth.set_sensitive(true);
-        let response = self
-            .http
-            .post(self.graphql_url.clone())
+        let request = http::Request::post(self.graphql_url.clone())
             .header(AUTHORIZATION, auth)
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json")
-            .timeout(self.request_timeout)
-            .body(op.body().to_string())
-            .send()
-            .await
+            .body(bytes::Bytes::from(op.body().to_string()))
             .map_err(|e| OAuthError::Transport(AdapterError::Transport(Box::new(e))))?;
-        let status = response.status();
-        let bytes = crate::http::read_capped(response, crate::http::MAX_ANSWER_BYTES)
-            .await
-            .map_err(OAuthError::Transport)?;
+        let (status, bytes) = self.send(request).await?;
         if !status.is_success() {
             return Err(OAuthError::Transport(AdapterError::Status(status)));
         }

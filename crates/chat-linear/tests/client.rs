@@ -5,11 +5,12 @@
 
 mod common;
 
+use chat_core::{Messaging as _, Status as _, Webhook as _};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use chat_core::{AdapterError, Inbound, MessageRef, OutboundMessage, PlatformAdapter};
+use chat_core::{AdapterError, Inbound, MessageRef, OutboundMessage};
 use chat_linear::thread::{comment_thread, session_thread};
 use chat_linear::{Activity, Credential, LinearAdapter, SessionUpdate};
 use chat_testkit::{FakeLinear, LinearReply};

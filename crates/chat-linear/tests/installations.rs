@@ -269,11 +269,9 @@ async fn each_organization_installs_sealed_and_is_answered_with_its_own_token() 
 
     // The authorize link is an agent's: actor=app, the agent scopes.
     let (url, _) = w.oauth.authorize().unwrap();
-    let q: std::collections::HashMap<_, _> = reqwest::Url::parse(&url)
-        .unwrap()
-        .query_pairs()
-        .into_owned()
-        .collect();
+    let query = url.parse::<http::Uri>().unwrap();
+    let q: std::collections::HashMap<String, String> =
+        serde_urlencoded::from_str(query.query().unwrap()).unwrap();
     assert_eq!(q["actor"], "app");
     assert_eq!(q["response_type"], "code");
     assert_eq!(q["scope"], "read,write,app:assignable,app:mentionable");

@@ -6,9 +6,9 @@
 mod common;
 
 use bytes::Bytes;
+use chat_core::Webhook as _;
 use chat_core::{
-    AgentSessionAction, Event, EventKind, Inbound, MessageChange, Platform, PlatformAdapter,
-    WebhookError,
+    AgentSessionAction, Event, EventKind, Inbound, MessageChange, Platform, WebhookError,
 };
 use chat_linear::payload::{AgentSessionEventWebhookPayload, CommentEvent};
 use chat_linear::thread::{self, LinearThread};

@@ -15,6 +15,7 @@
 
 mod common;
 
+use chat_core::{History as _, Messaging as _, Status as _, Users as _, Webhook as _};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -23,7 +24,7 @@ use std::sync::OnceLock;
 use apollo_compiler::schema::ExtendedType;
 use apollo_compiler::validation::Valid;
 use apollo_compiler::{ExecutableDocument, Schema};
-use chat_core::{MessageRef, OutboundMessage, PlatformAdapter};
+use chat_core::{MessageRef, OutboundMessage};
 use chat_linear::payload::{
     ActorWebhookPayload, AgentActivityWebhookPayload, AgentSessionEventWebhookPayload,
     AgentSessionWebhookPayload, CommentChildWebhookPayload, CommentEvent, CommentWebhookPayload,
@@ -272,20 +273,14 @@ async fn everything_the_client_sends() -> Vec<Value> {
     // A run's replies, and the same replies of a repeated run: looked up by
     // their derived ids, not created again.
     for thread in [&session, &comments] {
-        let key = |attempt| chat_core::ReplyKey::new(chat_core::EventId::new("ev-7"), 0, attempt);
+        let key = |attempt| chat_core::PostKey::new(chat_core::EventId::new("ev-7"), 0, attempt);
         let first = linear
-            .post(
-                thread,
-                &OutboundMessage::text("once").with_reply_key(key(1)),
-            )
+            .post(thread, &OutboundMessage::text("once").with_post_key(key(1)))
             .await
             .unwrap();
         assert_uuid_v4(&first.id);
         let again = linear
-            .post(
-                thread,
-                &OutboundMessage::text("once").with_reply_key(key(2)),
-            )
+            .post(thread, &OutboundMessage::text("once").with_post_key(key(2)))
             .await
             .unwrap();
         assert_eq!(first.id, again.id);

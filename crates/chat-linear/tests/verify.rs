@@ -5,10 +5,11 @@
 
 mod common;
 
+use chat_core::Webhook as _;
 use std::time::Duration;
 
 use bytes::Bytes;
-use chat_core::{PlatformAdapter, Verdict, WebhookError};
+use chat_core::{Verdict, WebhookError};
 use chat_linear::signature;
 use common::{NOW_MS, SECRET, adapter, body, builder, parts, parts_signed_with, payloads};
 use serde_json::json;
@@ -286,5 +287,20 @@ fn answers_are_exactly_200_for_what_was_taken() {
         )
         .status(),
         400
+    );
+}
+
+#[test]
+fn linear_declares_what_its_api_has_and_nothing_more() {
+    use chat_core::{Capability, PlatformAdapter};
+    let caps: Vec<Capability> = adapter().capabilities().iter().collect();
+    assert_eq!(
+        caps,
+        [
+            Capability::Streams,
+            Capability::History,
+            Capability::Users,
+            Capability::Status
+        ]
     );
 }

@@ -3,10 +3,11 @@
 //!
 //! `cargo bench -p chat-slack --bench verify_parse` (or `cargo xtask bench micro`).
 
+use chat_core::Webhook as _;
 use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;
-use chat_core::{Inbound, PlatformAdapter};
+use chat_core::Inbound;
 use chat_slack::{SlackAdapter, signature};
 use divan::{Bencher, black_box};
 

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chat_core::{AdapterError, ReplyKey};
+use chat_core::{AdapterError, PostKey};
 use http::HeaderValue;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use crate::error::BuildError;
 use crate::inbound::payload::AuthTest;
-use crate::transport::{Proxy, Transport, TransportError};
+use chat_http::{Answer, Attempt, HttpOptions, Proxy, RetryPolicy, Transport};
 
 /// Slack's Web API endpoint.
 pub const DEFAULT_API_BASE_URL: &str = "https://slack.com/api";
@@ -49,9 +49,7 @@ pub struct SlackClient {
 struct Inner {
     web: Transport,
     base_url: String,
-    max_retries: u32,
-    retry_budget: Duration,
-    request_timeout: Duration,
+    http: HttpOptions,
 }
 
 impl fmt::Debug for SlackClient {
@@ -59,9 +57,7 @@ impl fmt::Debug for SlackClient {
         f.debug_struct("SlackClient")
             .field("base_url", &self.inner.base_url)
             .field("token", &self.auth.as_ref().map(|_| "<redacted>"))
-            .field("max_retries", &self.inner.max_retries)
-            .field("retry_budget", &self.inner.retry_budget)
-            .field("request_timeout", &self.inner.request_timeout)
+            .field("http", &self.inner.http)
             .field("deadline", &self.deadline)
             .finish()
     }
@@ -73,10 +69,7 @@ impl fmt::Debug for SlackClient {
 pub struct SlackClientBuilder {
     token: String,
     base_url: String,
-    max_retries: u32,
-    retry_budget: Duration,
-    request_timeout: Duration,
-    proxy: Proxy,
+    http: HttpOptions,
 }
 
 impl fmt::Debug for SlackClientBuilder {
@@ -84,10 +77,7 @@ impl fmt::Debug for SlackClientBuilder {
         f.debug_struct("SlackClientBuilder")
             .field("token", &"<redacted>")
             .field("base_url", &self.base_url)
-            .field("max_retries", &self.max_retries)
-            .field("retry_budget", &self.retry_budget)
-            .field("request_timeout", &self.request_timeout)
-            .field("proxy", &self.proxy)
+            .field("http", &self.http)
             .finish()
     }
 }
@@ -100,29 +90,36 @@ impl SlackClientBuilder {
         self
     }
 
+    /// Every outbound setting at once (retries, retry budget, request
+    /// timeout, proxy); the four methods below set one each.
+    pub fn http(mut self, options: HttpOptions) -> Self {
+        self.http = options;
+        self
+    }
+
     /// How many times one call is retried after a 429 (default 3).
     pub fn max_retries(mut self, n: u32) -> Self {
-        self.max_retries = n;
+        self.http.max_retries = n;
         self
     }
 
     /// How long one call may spend waiting out 429s when it has no deadline
     /// (default 30 s).
     pub fn retry_budget(mut self, budget: Duration) -> Self {
-        self.retry_budget = budget;
+        self.http.retry_budget = budget;
         self
     }
 
     /// The timeout of one HTTP request (default 10 s; shortened to the deadline).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
+        self.http.request_timeout = timeout;
         self
     }
 
     /// Where `https` calls go through a proxy (default
     /// [`Proxy::FromEnv`]: `HTTPS_PROXY` or `ALL_PROXY`, except `NO_PROXY`).
     pub fn proxy(mut self, proxy: Proxy) -> Self {
-        self.proxy = proxy;
+        self.http.proxy = proxy;
         self
     }
 
@@ -144,14 +141,12 @@ impl SlackClientBuilder {
         if !valid {
             return Err(BuildError::InvalidBaseUrl(self.base_url));
         }
-        let web = Transport::new(&self.proxy)?;
+        let web = Transport::new(&self.http.proxy, "chat-slack")?;
         Ok(SlackClient {
             inner: Arc::new(Inner {
                 web,
                 base_url: self.base_url.trim_end_matches('/').to_owned(),
-                max_retries: self.max_retries,
-                retry_budget: self.retry_budget,
-                request_timeout: self.request_timeout,
+                http: self.http,
             }),
             auth: None,
             deadline: None,
@@ -294,10 +289,7 @@ impl SlackClient {
         SlackClientBuilder {
             token: token.into(),
             base_url: DEFAULT_API_BASE_URL.to_owned(),
-            max_retries: 3,
-            retry_budget: Duration::from_secs(30),
-            request_timeout: Duration::from_secs(10),
-            proxy: Proxy::default(),
+            http: HttpOptions::default(),
         }
     }
 
@@ -390,16 +382,6 @@ impl SlackClient {
         answered(method, &bytes)
     }
 
-    /// A failed request: [`AdapterError::DeadlineExceeded`] when the call's
-    /// deadline cut it off, else a transport error.
-    fn cut(&self, e: TransportError) -> AdapterError {
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            AdapterError::DeadlineExceeded
-        } else {
-            AdapterError::Transport(Box::new(e))
-        }
-    }
-
     /// Sends `payload` to `method`, waiting out 429s within the deadline;
     /// the body of a 2xx answer (its `ok` not yet checked).
     async fn send(
@@ -409,73 +391,24 @@ impl SlackClient {
         content_type: HeaderValue,
         auth: Option<&HeaderValue>,
     ) -> Result<bytes::Bytes, AdapterError> {
-        // Parsed once, from the owned string (no copy); cloned per attempt.
-        let uri = http::Uri::try_from(format!("{}/{method}", self.inner.base_url))
+        let mut request = http::Request::post(format!("{}/{method}", self.inner.base_url))
+            .header(http::header::CONTENT_TYPE, content_type)
+            .body(payload)
             .map_err(|e| AdapterError::Transport(Box::new(e)))?;
-        let deadline = self
-            .deadline
-            .unwrap_or_else(|| Instant::now() + self.inner.retry_budget);
-        let mut retries = 0u32;
-        loop {
-            let now = Instant::now();
-            let remaining = deadline.saturating_duration_since(now);
-            let timeout = match self.deadline {
-                Some(_) if remaining.is_zero() => {
-                    return Err(AdapterError::DeadlineExceeded);
-                }
-                Some(_) => remaining.min(self.inner.request_timeout),
-                None => self.inner.request_timeout,
-            };
-            let answer = self
-                .inner
-                .web
-                .post(
-                    uri.clone(),
-                    content_type.clone(),
-                    auth,
-                    payload.clone(),
-                    timeout,
-                )
-                .await
-                .map_err(|e| self.cut(e))?;
-            let status = answer.status;
-            let header_wait = answer
-                .retry_after
-                .as_ref()
-                .and_then(|v| v.to_str().ok())
-                .and_then(parse_seconds);
-            let bytes = answer.body;
-
-            if status == http::StatusCode::TOO_MANY_REQUESTS {
-                let wait = header_wait
-                    .or_else(|| body_retry_after(&bytes))
-                    .unwrap_or(Duration::from_secs(1));
-                // A hostile or broken `Retry-After` must not overflow the clock.
-                let outlasts = Instant::now()
-                    .checked_add(wait)
-                    .is_none_or(|until| until > deadline);
-                if retries >= self.inner.max_retries || outlasts {
-                    tracing::debug!(
-                        method,
-                        wait_ms = wait.as_millis() as u64,
-                        "slack: rate limited; giving up"
-                    );
-                    return Err(AdapterError::RateLimited { retry_after: wait });
-                }
-                tracing::debug!(
-                    method,
-                    wait_ms = wait.as_millis() as u64,
-                    "slack: rate limited; waiting"
-                );
-                tokio::time::sleep(wait).await;
-                retries += 1;
-                continue;
-            }
-            if !status.is_success() {
-                return Err(AdapterError::Status(status));
-            }
-            return Ok(bytes);
+        if let Some(auth) = auth {
+            request
+                .headers_mut()
+                .insert(http::header::AUTHORIZATION, auth.clone());
         }
+        let policy = WebApi { method };
+        chat_http::call(
+            &self.inner.web,
+            &self.inner.http,
+            self.deadline,
+            &request,
+            &policy,
+        )
+        .await
     }
 
     /// Sends a JSON body and reads the answer as `T`, `ok: false` as
@@ -534,7 +467,13 @@ impl SlackClient {
         let answer = self
             .inner
             .web
-            .post(uri, content_type, None, payload, self.inner.request_timeout)
+            .post(
+                uri,
+                content_type,
+                None,
+                payload,
+                self.inner.http.request_timeout,
+            )
             .await
             .map_err(|e| AdapterError::Transport(Box::new(e)))?;
         if answer.status.is_success() {
@@ -545,14 +484,14 @@ impl SlackClient {
     }
 
     /// `chat.postMessage` of one reply of a handler run, carrying its
-    /// [`ReplyKey`] as message metadata (event type [`REPLY_EVENT_TYPE`]), so
+    /// [`PostKey`] as message metadata (event type [`REPLY_EVENT_TYPE`]), so
     /// that [`find_reply`](Self::find_reply) can find it again.
     pub async fn post_reply(
         &self,
         channel: &str,
         thread_ts: Option<&str>,
         content: impl Into<Content>,
-        key: &ReplyKey,
+        key: &PostKey,
     ) -> Result<PostedMessage, AdapterError> {
         self.post_with(channel, thread_ts, &content.into(), Some(key))
             .await
@@ -565,7 +504,7 @@ impl SlackClient {
         &self,
         channel: &str,
         thread_ts: &str,
-        key: &ReplyKey,
+        key: &PostKey,
     ) -> Result<Option<PostedMessage>, AdapterError> {
         // A thread of 10,000 messages is read in 50 pages at most.
         self.find_reply_in("conversations.replies", channel, Some(thread_ts), key, 50)
@@ -580,7 +519,7 @@ impl SlackClient {
     pub async fn find_channel_reply(
         &self,
         channel: &str,
-        key: &ReplyKey,
+        key: &PostKey,
     ) -> Result<Option<PostedMessage>, AdapterError> {
         self.find_reply_in("conversations.history", channel, None, key, 5)
             .await
@@ -591,7 +530,7 @@ impl SlackClient {
         method: &str,
         channel: &str,
         thread_ts: Option<&str>,
-        key: &ReplyKey,
+        key: &PostKey,
         pages: usize,
     ) -> Result<Option<PostedMessage>, AdapterError> {
         let mut cursor = String::new();
@@ -642,7 +581,7 @@ impl SlackClient {
         channel: &str,
         thread_ts: Option<&str>,
         content: &Content,
-        key: Option<&ReplyKey>,
+        key: Option<&PostKey>,
     ) -> Result<PostedMessage, AdapterError> {
         // Serialized straight from borrowed parts, and the answer read into
         // the two fields it needs: the reply path builds no JSON tree.
@@ -940,16 +879,29 @@ fn emoji_name(name: &str) -> &str {
 }
 
 /// Seconds as Slack gives them (`30`, `1.5`); `None` for anything else.
-fn parse_seconds(s: &str) -> Option<Duration> {
-    let secs: f64 = s.trim().parse().ok()?;
-    seconds(secs)
+/// How a Web API answer reads: a 429 waits `Retry-After` seconds (the
+/// header, else `retry_after` in the body, else 1 s); another non-2xx is
+/// [`AdapterError::Status`], never retried (a failed `chat.postMessage` may
+/// still have posted); a 2xx is the body, its `ok` checked by the caller.
+struct WebApi<'a> {
+    method: &'a str,
 }
 
-fn seconds(secs: f64) -> Option<Duration> {
-    if secs.is_finite() && secs >= 0.0 {
-        Duration::try_from_secs_f64(secs).ok()
-    } else {
-        None
+impl RetryPolicy for WebApi<'_> {
+    type Output = bytes::Bytes;
+
+    fn classify(&self, answer: Answer, _retries: u32) -> Attempt<bytes::Bytes> {
+        if answer.status == http::StatusCode::TOO_MANY_REQUESTS {
+            let wait = chat_http::retry_after(&answer)
+                .or_else(|| body_retry_after(&answer.body))
+                .unwrap_or(Duration::from_secs(1));
+            tracing::debug!(method = self.method, retry_after = ?wait, "slack: rate limited");
+            return Attempt::RetryAfter(wait);
+        }
+        if !answer.status.is_success() {
+            return Attempt::Done(Err(AdapterError::Status(answer.status)));
+        }
+        Attempt::Done(Ok(answer.body))
     }
 }
 
@@ -957,8 +909,8 @@ fn seconds(secs: f64) -> Option<Duration> {
 fn body_retry_after(body: &[u8]) -> Option<Duration> {
     let v: Value = serde_json::from_slice(body).ok()?;
     match v.get("retry_after")? {
-        Value::Number(n) => seconds(n.as_f64()?),
-        Value::String(s) => parse_seconds(s),
+        Value::Number(n) => chat_http::seconds(n.as_f64()?),
+        Value::String(s) => chat_http::parse_seconds(s),
         _ => None,
     }
 }
@@ -969,14 +921,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn retry_after_values_parse_or_are_refused() {
-        assert_eq!(parse_seconds("30"), Some(Duration::from_secs(30)));
-        assert_eq!(parse_seconds(" 1.5 "), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_seconds("-1"), None);
-        assert_eq!(parse_seconds("NaN"), None);
-        assert_eq!(parse_seconds("inf"), None);
-        assert_eq!(parse_seconds("1e300"), None);
-        assert_eq!(parse_seconds("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+    fn retry_after_in_a_body_parses_or_is_refused() {
         assert_eq!(
             body_retry_after(br#"{"ok":false,"error":"ratelimited","retry_after":7}"#),
             Some(Duration::from_secs(7))

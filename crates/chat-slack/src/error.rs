@@ -37,3 +37,12 @@ pub enum BuildError {
     #[error("the HTTP client could not be built")]
     HttpClient(#[source] BoxError),
 }
+
+impl From<chat_http::BuildError> for BuildError {
+    fn from(e: chat_http::BuildError) -> Self {
+        match e {
+            chat_http::BuildError::InvalidProxy(p) => Self::InvalidProxy(p),
+            other => Self::HttpClient(Box::new(other)),
+        }
+    }
+}

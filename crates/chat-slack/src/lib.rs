@@ -79,7 +79,7 @@
 //! ```
 //! use std::time::{Duration, UNIX_EPOCH};
 //! use bytes::Bytes;
-//! use chat_core::{EventKind, Inbound, PlatformAdapter};
+//! use chat_core::{EventKind, Inbound, Webhook};
 //! use chat_slack::{signature, SlackAdapter};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -157,7 +157,7 @@
 //! ```
 //!
 //! Each delivery is resolved after its signature check, in the runtime's
-//! [`resolve`](chat_core::PlatformAdapter::resolve) step: the installation
+//! [`resolve`](chat_core::Webhook::resolve) step: the installation
 //! of `authorizations[0]` (its enterprise id for an org-wide install, else
 //! its team id). A workspace without one is acknowledged with a 200 and
 //! recorded as ignored (`unknown-installation`); a store that cannot answer
@@ -172,7 +172,7 @@
 //!
 //! | delivery | [`EventKind`](chat_core::EventKind) | thread | dedupe key |
 //! |---|---|---|---|
-//! | `url_verification` | [`Inbound::Reply`](chat_core::Inbound::Reply) with the challenge | | |
+//! | `url_verification` | [`Inbound::Response`](chat_core::Inbound::Response) with the challenge | | |
 //! | `app_mention` | `Message` (posted, `is_mention`) | `thread_ts ?? ts` | `{channel}:{ts}` |
 //! | `message` (also `thread_broadcast`, `file_share`, `me_message`) | `Message` (posted; `is_mention` when it mentions the bot, `is_dm` in an `im`) | `thread_ts ?? ts` | `{channel}:{ts}` |
 //! | `message_changed` | `Message` (edited) | the message's `thread_ts ?? ts` | `{channel}:{ts}:edited:{edited.ts}` |
@@ -181,7 +181,7 @@
 //! | `assistant_thread_started` / `_context_changed` | `Other` (by name) | `assistant_thread.thread_ts` | `event_id` |
 //! | `app_home_opened`, `member_joined_channel` | `Other` (by name) | channel-level (empty) | `event_id` |
 //! | slash command | `SlashCommand` | channel-level (empty) | `trigger_id` |
-//! | `ssl_check=1` | [`Inbound::Reply`](chat_core::Inbound::Reply), empty 200 | | |
+//! | `ssl_check=1` | [`Inbound::Response`](chat_core::Inbound::Response), empty 200 | | |
 //! | `block_actions` | `Action` (the first action) | the message's thread, or the modal's root view | `trigger_id` |
 //! | `view_submission` / `view_closed` | `ModalSubmit` / `ModalClose` | no channel; the root view id | `trigger_id`, else a body digest |
 //! | `shortcut`, `message_action` | `Other` (by type, the payload as data) | the message's thread, else the `trigger_id` | `trigger_id` |
@@ -232,7 +232,6 @@ mod render;
 mod respond;
 pub mod routes;
 pub mod signature;
-mod transport;
 pub mod views;
 
 pub use adapter::{
@@ -240,6 +239,7 @@ pub use adapter::{
     SlackAdapterBuilder,
 };
 pub use chat_core::{Clock, SystemClock};
+pub use chat_http::{HttpOptions, MAX_ANSWER_BYTES, Proxy};
 pub use chat_installations::oauth::{OAuthBuildError, OAuthError, StateRefusal};
 pub use client::{
     BotIdentity, Content, DEFAULT_API_BASE_URL, PostedMessage, REPLY_EVENT_TYPE, SlackClient,
@@ -251,4 +251,3 @@ pub use oauth::{
     SlackOAuthProviderBuilder,
 };
 pub use respond::NO_RETRY_HEADER;
-pub use transport::{MAX_ANSWER_BYTES, Proxy};

@@ -5,6 +5,7 @@
 mod common;
 
 use bytes::Bytes;
+use chat_core::Webhook as _;
 use chat_core::{Event, EventKind, Inbound, MessageChange, PlatformAdapter, Verdict, WebhookError};
 use chat_slack::{NO_RETRY_HEADER, SlackAdapter, signature};
 use common::*;
@@ -68,7 +69,7 @@ fn url_verification_echoes_the_challenge_after_verification() {
         "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
         "type": "url_verification"
     });
-    let Inbound::Reply(r) = deliver(&a, &json_request(&body)).unwrap() else {
+    let Inbound::Response(r) = deliver(&a, &json_request(&body)).unwrap() else {
         panic!("a reply");
     };
     assert_eq!(r.status(), 200);
@@ -849,7 +850,7 @@ fn a_missing_content_type_is_sniffed() {
     let form = b"ssl_check=1&token=x";
     assert!(matches!(
         deliver(&a, &signed(None, form, &[])).unwrap(),
-        Inbound::Reply(_)
+        Inbound::Response(_)
     ));
 }
 
@@ -932,7 +933,7 @@ fn a_slash_command_without_trigger_id_gets_a_stable_body_id() {
 #[test]
 fn the_ssl_check_is_answered_200() {
     let a = adapter();
-    let Inbound::Reply(r) = deliver(
+    let Inbound::Response(r) = deliver(
         &a,
         &form_request("ssl_check=1&token=xyzz0WbapA4vBCDEFasx0q6G"),
     )
@@ -1417,4 +1418,12 @@ fn the_signed_body_not_the_content_type_picks_the_parser() {
     let form = "token=t&team_id=T0001&channel_id=C1&user_id=U1&command=%2Fstatus&text=hi&trigger_id=1.2.3&response_url=https%3A%2F%2Fhooks.slack.com%2Fx";
     let e = event_of(deliver(&a, &signed(Some("application/json"), form.as_bytes(), &[])).unwrap());
     assert!(matches!(e.kind, EventKind::SlashCommand(_)), "{:?}", e.kind);
+}
+
+#[test]
+fn slack_declares_every_capability_it_implements() {
+    let caps = adapter().capabilities();
+    for c in chat_core::Capability::ALL {
+        assert!(caps.contains(c), "slack lacks {c}");
+    }
 }

@@ -7,11 +7,12 @@
 
 mod common;
 
+use chat_core::Subscriptions;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use chat_core::{InstallationStore, KvStore, Platform, StateBackend, TenantId, ThreadRef};
+use chat_core::{InstallationStore, KvStore, Platform, TenantId, ThreadRef};
 use chat_installations::{EncryptionKey, KeyRing, KvInstallations, MemoryInstallations};
 use chat_runtime::{
     Bot, BoxError, Concurrency, Ctx, Dispatch, Event, Outcome, OutcomeRecord, RuntimeOptions,

@@ -5,7 +5,7 @@
 
 mod common;
 
-use chat_core::PlatformAdapter;
+use chat_core::Webhook as _;
 use chat_slack::mrkdwn::markdown_to_mrkdwn;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};

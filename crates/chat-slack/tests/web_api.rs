@@ -5,9 +5,10 @@
 
 mod common;
 
+use chat_core::{Messaging as _, Status as _, Webhook as _};
 use std::time::Duration;
 
-use chat_core::{AdapterError, MessageRef, OutboundMessage, Platform, PlatformAdapter, ThreadRef};
+use chat_core::{AdapterError, MessageRef, OutboundMessage, Platform, ThreadRef};
 use chat_slack::{SlackAdapter, SlackClient};
 use chat_testkit::{FakeSlack, RetryAfter, SlackReply};
 use http::header::RETRY_AFTER;
@@ -77,12 +78,12 @@ async fn a_repeated_runs_reply_is_found_in_the_thread_not_posted_twice() {
             .unwrap();
     }
     let key = |position, attempt| {
-        chat_core::ReplyKey::new(chat_core::EventId::new("Ev1"), position, attempt)
+        chat_core::PostKey::new(chat_core::EventId::new("Ev1"), position, attempt)
     };
     let first = a
         .post(
             &t,
-            &OutboundMessage::text("answer").with_reply_key(key(0, 1)),
+            &OutboundMessage::text("answer").with_post_key(key(0, 1)),
         )
         .await
         .unwrap();
@@ -96,13 +97,13 @@ async fn a_repeated_runs_reply_is_found_in_the_thread_not_posted_twice() {
     let again = a
         .post(
             &t,
-            &OutboundMessage::text("answer").with_reply_key(key(0, 2)),
+            &OutboundMessage::text("answer").with_post_key(key(0, 2)),
         )
         .await
         .unwrap();
     assert_eq!(again, first);
     let second = a
-        .post(&t, &OutboundMessage::text("more").with_reply_key(key(1, 2)))
+        .post(&t, &OutboundMessage::text("more").with_post_key(key(1, 2)))
         .await
         .unwrap();
     assert_ne!(second.id, first.id);
@@ -125,12 +126,12 @@ async fn a_repeated_runs_channel_post_is_found_in_the_history_not_posted_twice()
     let a = adapter_at(fake.base_url());
     let channel = thread("");
     let key = |position, attempt| {
-        chat_core::ReplyKey::new(chat_core::EventId::new("Ev3"), position, attempt)
+        chat_core::PostKey::new(chat_core::EventId::new("Ev3"), position, attempt)
     };
     let first = a
         .post(
             &channel,
-            &OutboundMessage::text("form: hi").with_reply_key(key(0, 1)),
+            &OutboundMessage::text("form: hi").with_post_key(key(0, 1)),
         )
         .await
         .unwrap();
@@ -152,7 +153,7 @@ async fn a_repeated_runs_channel_post_is_found_in_the_history_not_posted_twice()
     let again = a
         .post(
             &channel,
-            &OutboundMessage::text("form: hi").with_reply_key(key(0, 2)),
+            &OutboundMessage::text("form: hi").with_post_key(key(0, 2)),
         )
         .await
         .unwrap();
@@ -160,7 +161,7 @@ async fn a_repeated_runs_channel_post_is_found_in_the_history_not_posted_twice()
     let other = a
         .post(
             &channel,
-            &OutboundMessage::text("more").with_reply_key(key(1, 2)),
+            &OutboundMessage::text("more").with_post_key(key(1, 2)),
         )
         .await
         .unwrap();
@@ -178,10 +179,10 @@ async fn an_unreadable_thread_falls_back_to_posting() {
     let fake = FakeSlack::start().await;
     fake.fail("conversations.replies", "missing_scope", 1);
     let a = adapter_at(fake.base_url());
-    let key = chat_core::ReplyKey::new(chat_core::EventId::new("Ev2"), 0, 2);
+    let key = chat_core::PostKey::new(chat_core::EventId::new("Ev2"), 0, 2);
     a.post(
         &thread("1700000000.000100"),
-        &OutboundMessage::text("answer").with_reply_key(key),
+        &OutboundMessage::text("answer").with_post_key(key),
     )
     .await
     .unwrap();

@@ -1,6 +1,7 @@
 //! [`LinearAdapterBuilder`]: the settings of a [`LinearAdapter`], checked
 //! when it is built.
 
+use chat_http::HttpOptions;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
@@ -37,9 +38,7 @@ pub struct LinearAdapterBuilder {
     clock: Arc<dyn Clock>,
     first_thought: Option<String>,
     stopped: Option<String>,
-    request_timeout: Duration,
-    retry_budget: Duration,
-    max_retries: u32,
+    http: HttpOptions,
 }
 
 impl fmt::Debug for LinearAdapterBuilder {
@@ -74,9 +73,7 @@ impl Default for LinearAdapterBuilder {
             clock: Arc::new(SystemClock),
             first_thought: Some(DEFAULT_FIRST_THOUGHT.to_owned()),
             stopped: Some(DEFAULT_STOPPED.to_owned()),
-            request_timeout: Duration::from_secs(10),
-            retry_budget: Duration::from_secs(30),
-            max_retries: 3,
+            http: HttpOptions::default(),
         }
     }
 }
@@ -222,22 +219,30 @@ impl LinearAdapterBuilder {
         self
     }
 
+    /// Every setting of the GraphQL calls at once (retries, retry budget,
+    /// request timeout, proxy: [`HttpOptions`]); the three methods below set
+    /// one each.
+    pub fn http(mut self, options: HttpOptions) -> Self {
+        self.http = options;
+        self
+    }
+
     /// The timeout of one HTTP request (default 10 s; shortened to a deadline).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
+        self.http.request_timeout = timeout;
         self
     }
 
     /// How long a call without a deadline may take, rate-limit waits included
     /// (default 30 s).
     pub fn retry_budget(mut self, budget: Duration) -> Self {
-        self.retry_budget = budget;
+        self.http.retry_budget = budget;
         self
     }
 
     /// How many times a rate-limited call is sent again (default 3).
     pub fn max_retries(mut self, retries: u32) -> Self {
-        self.max_retries = retries;
+        self.http.max_retries = retries;
         self
     }
 
@@ -264,14 +269,16 @@ impl LinearAdapterBuilder {
         if self.max_body == 0 {
             return Err(BuildError::InvalidOption("max_body_bytes is zero"));
         }
-        if self.request_timeout.is_zero() || self.retry_budget.is_zero() {
+        if self.http.request_timeout.is_zero() || self.http.retry_budget.is_zero() {
             return Err(BuildError::InvalidOption(
                 "request_timeout or retry_budget is zero",
             ));
         }
-        let endpoint = reqwest::Url::parse(&self.endpoint)
+        let endpoint = self
+            .endpoint
+            .parse::<http::Uri>()
             .ok()
-            .filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
+            .filter(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some())
             .ok_or_else(|| BuildError::InvalidEndpoint(self.endpoint.clone()))?;
         let default_auth = self
             .credential
@@ -282,7 +289,7 @@ impl LinearAdapterBuilder {
         for (org, credential) in &self.organization_credentials {
             organization_auth.insert(org.clone(), credential.header()?);
         }
-        let http = crate::http::client()?;
+        let transport = chat_http::Transport::new(&self.http.proxy, "chat-linear")?;
         Ok(LinearAdapter {
             inner: Arc::new(Inner {
                 name: self.name,
@@ -300,13 +307,11 @@ impl LinearAdapterBuilder {
                 stopped: self.stopped,
                 first: FirstActivity::default(),
                 client: GraphqlClient {
-                    http,
+                    transport,
+                    options: self.http,
                     endpoint,
                     default_auth,
                     organization_auth,
-                    request_timeout: self.request_timeout,
-                    retry_budget: self.retry_budget,
-                    max_retries: self.max_retries,
                     clock: self.clock,
                 },
                 installations: self.installations.map(|store| Installations {

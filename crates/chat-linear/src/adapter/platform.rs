@@ -16,7 +16,6 @@ use crate::operations;
 use crate::thread::LinearThread;
 use crate::{inbound, respond, signature};
 
-#[async_trait]
 impl PlatformAdapter for LinearAdapter {
     fn name(&self) -> &str {
         &self.inner.name
@@ -26,6 +25,25 @@ impl PlatformAdapter for LinearAdapter {
         Platform::LINEAR
     }
 
+    fn as_streams(&self) -> Option<&dyn chat_core::Streams> {
+        Some(self)
+    }
+
+    fn as_history(&self) -> Option<&dyn chat_core::History> {
+        Some(self)
+    }
+
+    fn as_users(&self) -> Option<&dyn chat_core::Users> {
+        Some(self)
+    }
+
+    fn as_status(&self) -> Option<&dyn chat_core::Status> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl chat_core::Webhook for LinearAdapter {
     /// [`DEDUPE_TTL`](super::DEDUPE_TTL): 7.5 h, past Linear's last retry.
     fn dedupe_ttl(&self) -> std::time::Duration {
         super::DEDUPE_TTL
@@ -99,272 +117,6 @@ impl PlatformAdapter for LinearAdapter {
         respond::respond(verdict)
     }
 
-    /// In an agent session: a `response` activity. In a comment thread: a
-    /// reply to the thread's root comment.
-    ///
-    /// A reply of a handler run ([`ReplyKey`](chat_core::ReplyKey)) gets an id
-    /// derived from its event and position, so the same reply of a repeated run
-    /// has the same id: on a repeat (attempt above 1) the adapter first asks
-    /// whether that activity or comment exists and returns it instead of
-    /// creating it again.
-    async fn post(
-        &self,
-        thread: &ThreadRef,
-        message: &OutboundMessage,
-    ) -> Result<MessageRef, AdapterError> {
-        let target = Self::linear_thread(thread)?;
-        let keyed = message
-            .reply_key
-            .as_ref()
-            .map(|key| (reply_id(thread, key), key.attempt > 1));
-        if let Some((id, true)) = &keyed {
-            let op = match target {
-                LinearThread::AgentSession { .. } => operations::agent_activity(id),
-                LinearThread::Comment { .. } => operations::comment(id),
-            };
-            if self.execute(Some(&thread.tenant), &op).await.is_ok() {
-                return Ok(MessageRef {
-                    thread: thread.clone(),
-                    id: id.clone(),
-                });
-            }
-        }
-        let id = keyed.map(|(id, _)| id);
-        let id = match target {
-            LinearThread::AgentSession { session_id } => {
-                let mut activity = Activity::response(body(message).as_str());
-                if let Some(id) = id {
-                    activity = activity.id(id);
-                }
-                self.send_activity(Some(&thread.tenant), None, session_id, &activity, true)
-                    .await?
-            }
-            LinearThread::Comment {
-                issue_id,
-                root_comment_id,
-            } => {
-                self.create_comment(
-                    Some(&thread.tenant),
-                    issue_id,
-                    Some(root_comment_id),
-                    &body(message),
-                    id,
-                )
-                .await?
-            }
-        };
-        Ok(MessageRef {
-            thread: thread.clone(),
-            id,
-        })
-    }
-
-    /// Agent sessions: the session's activities (`agentSession.activities`,
-    /// by creation); comment threads: the root comment, then its replies
-    /// (`comment.children`), following Linear's cursor. A message is the
-    /// bot's when its author is the token's own user (`isMe`).
-    async fn history(
-        &self,
-        thread: &ThreadRef,
-        cursor: Option<&str>,
-        limit: usize,
-    ) -> Result<HistoryPage, AdapterError> {
-        let first = limit.clamp(1, 250);
-        let (data, connection, root) = match Self::linear_thread(thread)? {
-            LinearThread::AgentSession { session_id } => {
-                let op = operations::session_activities(session_id, first, cursor);
-                let data = self.execute(Some(&thread.tenant), &op).await?;
-                (data, "activities", None)
-            }
-            LinearThread::Comment {
-                root_comment_id, ..
-            } => {
-                let op = operations::comment_thread(root_comment_id, first, cursor);
-                let data = self.execute(Some(&thread.tenant), &op).await?;
-                let root = cursor.is_none().then(|| history_entry(&data)).flatten();
-                (data, "children", root)
-            }
-        };
-        let page = &data[connection];
-        let mut messages: Vec<HistoryMessage> = root.into_iter().collect();
-        messages.extend(
-            page["nodes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(history_entry),
-        );
-        let next = (page["pageInfo"]["hasNextPage"] == true)
-            .then(|| page["pageInfo"]["endCursor"].as_str().map(str::to_owned))
-            .flatten();
-        Ok(HistoryPage::new(messages, next))
-    }
-
-    /// The `user` query (display name, name, email, app user or not).
-    async fn user(&self, tenant: &TenantId, id: &str) -> Result<UserInfo, AdapterError> {
-        let user = self.execute(Some(tenant), &operations::user(id)).await?;
-        let text = |k: &str| {
-            user[k]
-                .as_str()
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-        };
-        let name = text("name");
-        let display = text("displayName")
-            .or_else(|| name.clone())
-            .unwrap_or_else(|| id.to_owned());
-        let mut info = UserInfo::new(text("id").unwrap_or_else(|| id.to_owned()), display)
-            .with_bot(user["app"] == true);
-        if let Some(name) = name {
-            info = info.with_real_name(name);
-        }
-        if let Some(email) = text("email") {
-            info = info.with_email(email);
-        }
-        Ok(info)
-    }
-
-    /// Agent sessions: every chunk an ephemeral `thought` (each replaces the
-    /// one before), then [`stop_stream`](Self::stop_stream) sends the whole
-    /// text as the session's `response`. Comment threads:
-    /// [`AdapterError::Unsupported`], so the runtime edits one comment in
-    /// place.
-    async fn start_stream(
-        &self,
-        thread: &ThreadRef,
-        text: &str,
-        _recipient: Option<&str>,
-    ) -> Result<MessageRef, AdapterError> {
-        match Self::linear_thread(thread)? {
-            LinearThread::AgentSession { session_id } => {
-                let thought = Activity::thought(text).ephemeral();
-                let id = self
-                    .send_activity(Some(&thread.tenant), None, session_id, &thought, true)
-                    .await?;
-                Ok(MessageRef {
-                    thread: thread.clone(),
-                    id,
-                })
-            }
-            _ => Err(AdapterError::Unsupported(
-                "Linear streams natively only in agent sessions",
-            )),
-        }
-    }
-
-    /// An ephemeral `thought` with the chunk.
-    async fn append_stream(&self, stream: &MessageRef, text: &str) -> Result<(), AdapterError> {
-        let LinearThread::AgentSession { session_id } = Self::linear_thread(&stream.thread)? else {
-            return Err(AdapterError::Unsupported(
-                "Linear streams natively only in agent sessions",
-            ));
-        };
-        let thought = Activity::thought(text).ephemeral();
-        self.send_activity(
-            Some(&stream.thread.tenant),
-            None,
-            session_id,
-            &thought,
-            true,
-        )
-        .await
-        .map(drop)
-    }
-
-    /// The session's `response`: the whole text.
-    async fn stop_stream(&self, stream: &MessageRef, full_text: &str) -> Result<(), AdapterError> {
-        let LinearThread::AgentSession { session_id } = Self::linear_thread(&stream.thread)? else {
-            return Err(AdapterError::Unsupported(
-                "Linear streams natively only in agent sessions",
-            ));
-        };
-        let response = Activity::response(full_text);
-        self.send_activity(
-            Some(&stream.thread.tenant),
-            None,
-            session_id,
-            &response,
-            true,
-        )
-        .await
-        .map(drop)
-    }
-
-    /// Comments only: agent activities cannot be edited.
-    async fn edit(
-        &self,
-        message: &MessageRef,
-        content: &OutboundMessage,
-    ) -> Result<(), AdapterError> {
-        match Self::linear_thread(&message.thread)? {
-            LinearThread::Comment { .. } => self
-                .execute(
-                    Some(&message.thread.tenant),
-                    &operations::comment_update(&message.id, &body(content)),
-                )
-                .await
-                .map(drop),
-            _ => Err(AdapterError::Unsupported(
-                "Linear agent activities cannot be edited",
-            )),
-        }
-    }
-
-    /// Comments only: agent activities cannot be deleted.
-    async fn delete(&self, message: &MessageRef) -> Result<(), AdapterError> {
-        match Self::linear_thread(&message.thread)? {
-            LinearThread::Comment { .. } => self
-                .execute(
-                    Some(&message.thread.tenant),
-                    &operations::comment_delete(&message.id),
-                )
-                .await
-                .map(drop),
-            _ => Err(AdapterError::Unsupported(
-                "Linear agent activities cannot be deleted",
-            )),
-        }
-    }
-
-    /// Comments only (`reactionCreate` on the comment).
-    async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
-        match Self::linear_thread(&message.thread)? {
-            LinearThread::Comment { .. } => self
-                .execute(
-                    Some(&message.thread.tenant),
-                    &operations::reaction_create(&message.id, emoji.trim_matches(':')),
-                )
-                .await
-                .map(drop),
-            _ => Err(AdapterError::Unsupported(
-                "Linear agent activities take no reactions",
-            )),
-        }
-    }
-
-    /// In an agent session, a status is an ephemeral thought (it disappears
-    /// with the next activity); clearing it sends nothing. Comment threads
-    /// have no status.
-    async fn set_status(
-        &self,
-        thread: &ThreadRef,
-        status: Option<&str>,
-    ) -> Result<(), AdapterError> {
-        match (Self::linear_thread(thread)?, status) {
-            (LinearThread::AgentSession { session_id }, Some(text)) if !text.is_empty() => self
-                .send_activity(
-                    Some(&thread.tenant),
-                    None,
-                    session_id,
-                    &Activity::thought(text).ephemeral(),
-                    true,
-                )
-                .await
-                .map(drop),
-            _ => Ok(()),
-        }
-    }
-
     /// Ends a stopped session with the final `response` activity Linear
     /// expects, so it does not stay "working".
     async fn stopped(&self, event: &Event) {
@@ -433,10 +185,291 @@ impl PlatformAdapter for LinearAdapter {
     }
 }
 
+#[async_trait]
+impl chat_core::Messaging for LinearAdapter {
+    /// In an agent session: a `response` activity. In a comment thread: a
+    /// reply to the thread's root comment.
+    ///
+    /// A reply of a handler run ([`PostKey`](chat_core::PostKey)) gets an id
+    /// derived from its event and position, so the same reply of a repeated run
+    /// has the same id: on a repeat (attempt above 1) the adapter first asks
+    /// whether that activity or comment exists and returns it instead of
+    /// creating it again.
+    async fn post(
+        &self,
+        thread: &ThreadRef,
+        message: &OutboundMessage,
+    ) -> Result<MessageRef, AdapterError> {
+        let target = Self::linear_thread(thread)?;
+        let keyed = message
+            .post_key
+            .as_ref()
+            .map(|key| (reply_id(thread, key), key.attempt > 1));
+        if let Some((id, true)) = &keyed {
+            let op = match target {
+                LinearThread::AgentSession { .. } => operations::agent_activity(id),
+                LinearThread::Comment { .. } => operations::comment(id),
+            };
+            if self.execute(Some(&thread.tenant), &op).await.is_ok() {
+                return Ok(MessageRef {
+                    thread: thread.clone(),
+                    id: id.clone(),
+                });
+            }
+        }
+        let id = keyed.map(|(id, _)| id);
+        let id = match target {
+            LinearThread::AgentSession { session_id } => {
+                let mut activity = Activity::response(body(message).as_str());
+                if let Some(id) = id {
+                    activity = activity.id(id);
+                }
+                self.send_activity(Some(&thread.tenant), None, session_id, &activity, true)
+                    .await?
+            }
+            LinearThread::Comment {
+                issue_id,
+                root_comment_id,
+            } => {
+                self.create_comment(
+                    Some(&thread.tenant),
+                    issue_id,
+                    Some(root_comment_id),
+                    &body(message),
+                    id,
+                )
+                .await?
+            }
+        };
+        Ok(MessageRef {
+            thread: thread.clone(),
+            id,
+        })
+    }
+
+    /// Comments only: agent activities cannot be edited.
+    async fn edit(
+        &self,
+        message: &MessageRef,
+        content: &OutboundMessage,
+    ) -> Result<(), AdapterError> {
+        match Self::linear_thread(&message.thread)? {
+            LinearThread::Comment { .. } => self
+                .execute(
+                    Some(&message.thread.tenant),
+                    &operations::comment_update(&message.id, &body(content)),
+                )
+                .await
+                .map(drop),
+            _ => Err(AdapterError::Unsupported(
+                "Linear agent activities cannot be edited",
+            )),
+        }
+    }
+
+    /// Comments only: agent activities cannot be deleted.
+    async fn delete(&self, message: &MessageRef) -> Result<(), AdapterError> {
+        match Self::linear_thread(&message.thread)? {
+            LinearThread::Comment { .. } => self
+                .execute(
+                    Some(&message.thread.tenant),
+                    &operations::comment_delete(&message.id),
+                )
+                .await
+                .map(drop),
+            _ => Err(AdapterError::Unsupported(
+                "Linear agent activities cannot be deleted",
+            )),
+        }
+    }
+
+    /// Comments only (`reactionCreate` on the comment).
+    async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
+        match Self::linear_thread(&message.thread)? {
+            LinearThread::Comment { .. } => self
+                .execute(
+                    Some(&message.thread.tenant),
+                    &operations::reaction_create(&message.id, emoji.trim_matches(':')),
+                )
+                .await
+                .map(drop),
+            _ => Err(AdapterError::Unsupported(
+                "Linear agent activities take no reactions",
+            )),
+        }
+    }
+}
+
+#[async_trait]
+impl chat_core::Streams for LinearAdapter {
+    /// Agent sessions: every chunk an ephemeral `thought` (each replaces the
+    /// one before), then [`stop_stream`](chat_core::Streams::stop_stream) sends the whole
+    /// text as the session's `response`. Comment threads:
+    /// [`AdapterError::Unsupported`], so the runtime edits one comment in
+    /// place.
+    async fn start_stream(
+        &self,
+        thread: &ThreadRef,
+        text: &str,
+        _recipient: Option<&str>,
+    ) -> Result<MessageRef, AdapterError> {
+        match Self::linear_thread(thread)? {
+            LinearThread::AgentSession { session_id } => {
+                let thought = Activity::thought(text).ephemeral();
+                let id = self
+                    .send_activity(Some(&thread.tenant), None, session_id, &thought, true)
+                    .await?;
+                Ok(MessageRef {
+                    thread: thread.clone(),
+                    id,
+                })
+            }
+            _ => Err(AdapterError::Unsupported(
+                "Linear streams natively only in agent sessions",
+            )),
+        }
+    }
+
+    /// An ephemeral `thought` with the chunk.
+    async fn append_stream(&self, stream: &MessageRef, text: &str) -> Result<(), AdapterError> {
+        let LinearThread::AgentSession { session_id } = Self::linear_thread(&stream.thread)? else {
+            return Err(AdapterError::Unsupported(
+                "Linear streams natively only in agent sessions",
+            ));
+        };
+        let thought = Activity::thought(text).ephemeral();
+        self.send_activity(
+            Some(&stream.thread.tenant),
+            None,
+            session_id,
+            &thought,
+            true,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// The session's `response`: the whole text.
+    async fn stop_stream(&self, stream: &MessageRef, full_text: &str) -> Result<(), AdapterError> {
+        let LinearThread::AgentSession { session_id } = Self::linear_thread(&stream.thread)? else {
+            return Err(AdapterError::Unsupported(
+                "Linear streams natively only in agent sessions",
+            ));
+        };
+        let response = Activity::response(full_text);
+        self.send_activity(
+            Some(&stream.thread.tenant),
+            None,
+            session_id,
+            &response,
+            true,
+        )
+        .await
+        .map(drop)
+    }
+}
+
+#[async_trait]
+impl chat_core::History for LinearAdapter {
+    /// Agent sessions: the session's activities (`agentSession.activities`,
+    /// by creation); comment threads: the root comment, then its replies
+    /// (`comment.children`), following Linear's cursor. A message is the
+    /// bot's when its author is the token's own user (`isMe`).
+    async fn history(
+        &self,
+        thread: &ThreadRef,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<HistoryPage, AdapterError> {
+        let first = limit.clamp(1, 250);
+        let (data, connection, root) = match Self::linear_thread(thread)? {
+            LinearThread::AgentSession { session_id } => {
+                let op = operations::session_activities(session_id, first, cursor);
+                let data = self.execute(Some(&thread.tenant), &op).await?;
+                (data, "activities", None)
+            }
+            LinearThread::Comment {
+                root_comment_id, ..
+            } => {
+                let op = operations::comment_thread(root_comment_id, first, cursor);
+                let data = self.execute(Some(&thread.tenant), &op).await?;
+                let root = cursor.is_none().then(|| history_entry(&data)).flatten();
+                (data, "children", root)
+            }
+        };
+        let page = &data[connection];
+        let mut messages: Vec<HistoryMessage> = root.into_iter().collect();
+        messages.extend(
+            page["nodes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(history_entry),
+        );
+        let next = (page["pageInfo"]["hasNextPage"] == true)
+            .then(|| page["pageInfo"]["endCursor"].as_str().map(str::to_owned))
+            .flatten();
+        Ok(HistoryPage::new(messages, next))
+    }
+}
+
+#[async_trait]
+impl chat_core::Users for LinearAdapter {
+    /// The `user` query (display name, name, email, app user or not).
+    async fn user(&self, tenant: &TenantId, id: &str) -> Result<UserInfo, AdapterError> {
+        let user = self.execute(Some(tenant), &operations::user(id)).await?;
+        let text = |k: &str| {
+            user[k]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        let name = text("name");
+        let display = text("displayName")
+            .or_else(|| name.clone())
+            .unwrap_or_else(|| id.to_owned());
+        let mut info = UserInfo::new(text("id").unwrap_or_else(|| id.to_owned()), display)
+            .with_bot(user["app"] == true);
+        if let Some(name) = name {
+            info = info.with_real_name(name);
+        }
+        if let Some(email) = text("email") {
+            info = info.with_email(email);
+        }
+        Ok(info)
+    }
+}
+
+#[async_trait]
+impl chat_core::Status for LinearAdapter {
+    /// In an agent session, a status is an ephemeral thought (it disappears
+    /// with the next activity); clearing it sends nothing. Comment threads
+    /// have no status.
+    async fn set_status(
+        &self,
+        thread: &ThreadRef,
+        status: Option<&str>,
+    ) -> Result<(), AdapterError> {
+        match (Self::linear_thread(thread)?, status) {
+            (LinearThread::AgentSession { session_id }, Some(text)) if !text.is_empty() => self
+                .send_activity(
+                    Some(&thread.tenant),
+                    None,
+                    session_id,
+                    &Activity::thought(text).ephemeral(),
+                    true,
+                )
+                .await
+                .map(drop),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The id of a handler run's reply: a UUID in v4 format (what Linear accepts
 /// as a client-supplied id) derived from the thread, the event and the reply's
 /// position, so a repeated run reuses it.
-fn reply_id(thread: &ThreadRef, key: &chat_core::ReplyKey) -> String {
+fn reply_id(thread: &ThreadRef, key: &chat_core::PostKey) -> String {
     let name = format!(
         "chat-rs-reply\0{}\0{}\0{}\0{}\0{}",
         thread.tenant, thread.channel, thread.thread, key.event_id, key.position

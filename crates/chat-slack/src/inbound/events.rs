@@ -45,7 +45,7 @@ fn url_verification(env: &Envelope) -> Result<Inbound, WebhookError> {
         http::header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
-    Ok(Inbound::Reply(response))
+    Ok(Inbound::Response(response))
 }
 
 /// What an `event_callback` is about, besides its inner event.

@@ -17,7 +17,7 @@ pub(super) fn parse(cx: &Context, body: &[u8]) -> Result<Inbound, WebhookError> 
     if form.ssl_check.as_deref() == Some("1") {
         let mut ok = http::Response::new(Bytes::new());
         *ok.status_mut() = StatusCode::OK;
-        return Ok(Inbound::Reply(ok));
+        return Ok(Inbound::Response(ok));
     }
     if present(form.command.as_ref()).is_some() {
         return slash_command(cx, form);

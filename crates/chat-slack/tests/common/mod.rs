@@ -2,10 +2,11 @@
 
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
+use chat_core::Webhook as _;
 use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;
-use chat_core::{Event, Inbound, PlatformAdapter, WebhookError};
+use chat_core::{Event, Inbound, WebhookError};
 use chat_slack::{SlackAdapter, SlackAdapterBuilder, signature};
 use http::request::Parts;
 use serde_json::{Value, json};

@@ -1,11 +1,11 @@
-//! The HTTP transport under [`SlackClient`](crate::SlackClient): hyper's
-//! pooled HTTP/1.1 client over rustls (ring, the webpki roots), with
-//! `TCP_NODELAY`, keep-alive, a connect timeout, a timeout per request and a
-//! cap on the size of an answer.
+//! [`Transport`]: hyper's pooled HTTP/1.1 client over rustls (ring, the
+//! webpki roots), with `TCP_NODELAY`, keep-alive, a connect timeout, a
+//! timeout per request and a cap on the size of an answer.
 //!
-//! Every call is one `POST` of a body already in memory whose answer is read
-//! whole, so the transport is one function and nothing else: no redirects are
-//! followed (the Web API answers, it does not redirect), no cookies, no
+//! Every call sends a body already in memory and reads its answer whole, so
+//! the transport is one function and nothing else: no redirects are followed
+//! (a 3xx is an answer like any other, which the adapters treat as an error:
+//! a redirect could carry a token to another origin), no cookies, no
 //! compression. `https` targets go through an HTTP proxy's `CONNECT` tunnel
 //! when one is configured ([`Proxy`]); plain `http` targets (local fakes) are
 //! always reached directly.
@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use chat_core::BoxError;
-use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+use http::header::{AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
 use http::uri::Scheme;
-use http::{HeaderValue, Request, StatusCode, Uri};
+use http::{HeaderMap, HeaderValue, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Body as _;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
@@ -31,12 +31,13 @@ use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpStream;
 
-use crate::error::BuildError;
+use crate::error::{BuildError, TransportError};
 
-/// The largest answer a [`SlackClient`](crate::SlackClient) reads (a long
-/// `conversations.replies` page is a few hundred KB): a larger one fails the
-/// call as [`AdapterError::Transport`](chat_core::AdapterError::Transport)
-/// instead of growing the heap.
+/// The largest answer a [`Transport`] reads (a long Slack
+/// `conversations.replies` page or a Linear issue with its comments is a few
+/// hundred KB): a larger one fails the call ([`TransportError::TooLarge`])
+/// instead of growing the heap. A declared length above it fails before
+/// anything is read; a chunked answer fails when it passes it.
 pub const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
 
 /// How long a TCP connect (and a proxy's `CONNECT`) may take.
@@ -98,9 +99,9 @@ impl Proxy {
                     .build()
             }
         };
-        // The proxy an `https` call to Slack would take, if any, must be one
-        // this transport can tunnel through: plain HTTP.
-        let probe = Uri::from_static("https://slack.com/");
+        // The proxy an `https` call would take, if any, must be one this
+        // transport can tunnel through: plain HTTP.
+        let probe = Uri::from_static("https://api.invalid/");
         if let Some(proxy) = matcher.intercept(&probe)
             && proxy.uri().scheme() != Some(&Scheme::HTTP)
         {
@@ -121,26 +122,22 @@ fn redacted(url: &str) -> String {
     }
 }
 
-/// One answer: its status, its `Retry-After` header, its body.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    pub(crate) status: StatusCode,
-    pub(crate) retry_after: Option<HeaderValue>,
-    pub(crate) body: Bytes,
+/// One answer: its status, its headers, its body (read whole).
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// The answer's headers (`Retry-After`, rate-limit headers …).
+    pub headers: HeaderMap,
+    /// The body, at most [`MAX_ANSWER_BYTES`].
+    pub body: Bytes,
 }
 
-/// Why a request got no answer.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum TransportError {
-    /// The request's timeout passed first.
-    #[error("the request timed out")]
-    TimedOut,
-    /// Connecting, writing or reading failed.
-    #[error("the request failed")]
-    Failed(#[source] BoxError),
-    /// The answer was larger than [`MAX_ANSWER_BYTES`].
-    #[error("the answer is larger than {MAX_ANSWER_BYTES} bytes")]
-    TooLarge,
+impl Answer {
+    /// A header's value as text, if present and printable.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
 }
 
 /// TCP, or a tunnel through the proxy the matcher names for the target.
@@ -181,10 +178,10 @@ impl tower::Service<Uri> for Connector {
     }
 }
 
-/// The pooled client every call of a [`SlackClient`](crate::SlackClient)
-/// (and its clones) goes through.
+/// The pooled client every outbound call of an adapter (and of its clones)
+/// goes through. Cheap to clone: clones share the pool.
 #[derive(Clone)]
-pub(crate) struct Transport {
+pub struct Transport {
     client: Client<HttpsConnector<Connector>, Full<Bytes>>,
     user_agent: HeaderValue,
 }
@@ -196,7 +193,9 @@ impl std::fmt::Debug for Transport {
 }
 
 impl Transport {
-    pub(crate) fn new(proxy: &Proxy) -> Result<Self, BuildError> {
+    /// A transport through `proxy`, sending `User-Agent: chat-rs/<version>
+    /// (<product>)` (`product` names the adapter: `"chat-slack"`).
+    pub fn new(proxy: &Proxy, product: &str) -> Result<Self, BuildError> {
         let mut tcp = HttpConnector::new();
         tcp.enforce_http(false);
         tcp.set_nodelay(true);
@@ -207,7 +206,7 @@ impl Transport {
         };
         let https = HttpsConnectorBuilder::new()
             .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
-            .map_err(|e| BuildError::HttpClient(Box::new(e)))?
+            .map_err(|e| BuildError::Tls(Box::new(e)))?
             .https_or_http()
             .enable_http1()
             .wrap_connector(connector);
@@ -217,12 +216,17 @@ impl Transport {
             .build(https);
         Ok(Self {
             client,
-            user_agent: HeaderValue::from_static(concat!("chat-rs/", env!("CARGO_PKG_VERSION"))),
+            user_agent: HeaderValue::try_from(format!(
+                "chat-rs/{} ({product})",
+                env!("CARGO_PKG_VERSION")
+            ))
+            .map_err(|_| BuildError::InvalidUserAgent(product.to_owned()))?,
         })
     }
 
-    /// `POST uri` with `body`; the answer read whole, all within `timeout`.
-    pub(crate) async fn post(
+    /// `POST uri` with `body` (and `Authorization: auth`); the answer read
+    /// whole, all within `timeout`.
+    pub async fn post(
         &self,
         uri: Uri,
         content_type: HeaderValue,
@@ -231,14 +235,26 @@ impl Transport {
         timeout: Duration,
     ) -> Result<Answer, TransportError> {
         let mut request = Request::post(uri)
-            .body(Full::new(body))
+            .body(body)
             .map_err(|e| TransportError::Failed(Box::new(e)))?;
         let headers = request.headers_mut();
         headers.insert(CONTENT_TYPE, content_type);
-        headers.insert(USER_AGENT, self.user_agent.clone());
         if let Some(auth) = auth {
             headers.insert(AUTHORIZATION, auth.clone());
         }
+        self.send(request, timeout).await
+    }
+
+    /// Sends `request` (its `User-Agent` set to the transport's); the answer
+    /// read whole, all within `timeout`.
+    pub async fn send(
+        &self,
+        request: Request<Bytes>,
+        timeout: Duration,
+    ) -> Result<Answer, TransportError> {
+        let (mut parts, body) = request.into_parts();
+        parts.headers.insert(USER_AGENT, self.user_agent.clone());
+        let request = Request::from_parts(parts, Full::new(body));
         let exchange = async {
             let response = self
                 .client
@@ -246,8 +262,6 @@ impl Transport {
                 .await
                 .map_err(|e| TransportError::Failed(Box::new(e)))?;
             let (parts, body) = response.into_parts();
-            // A declared length over the cap fails before anything is read;
-            // a chunked answer fails when it passes the cap.
             if body.size_hint().lower() > MAX_ANSWER_BYTES as u64 {
                 return Err(TransportError::TooLarge);
             }
@@ -264,7 +278,7 @@ impl Transport {
                 .to_bytes();
             Ok(Answer {
                 status: parts.status,
-                retry_after: parts.headers.get(RETRY_AFTER).cloned(),
+                headers: parts.headers,
                 body,
             })
         };
