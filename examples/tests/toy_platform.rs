@@ -22,7 +22,7 @@ use chat_core::{
     OutboundMessage, Platform, PlatformAdapter, Reply, Route, SlashCommand, ThreadRef, Verdict,
     Visibility, WebhookError,
 };
-use chat_runtime::{Bot, Ctx, RuntimeOptions};
+use chat_runtime::{Bot, BuildError, Capability, Ctx, RuntimeOptions};
 use chat_state_memory::MemoryState;
 use serde::Deserialize;
 
@@ -34,6 +34,7 @@ const TOY: Platform = Platform::new("toy");
 struct ToyAdapter {
     token: &'static str,
     posts: Arc<Mutex<Vec<(ThreadRef, String)>>>,
+    statuses: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 /// A toy delivery.
@@ -53,7 +54,6 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-#[async_trait]
 impl PlatformAdapter for ToyAdapter {
     fn name(&self) -> &str {
         "toy"
@@ -63,6 +63,24 @@ impl PlatformAdapter for ToyAdapter {
         TOY
     }
 
+    // The one capability toy has beyond posting.
+    fn as_status(&self) -> Option<&dyn chat_core::Status> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl chat_core::Status for ToyAdapter {
+    async fn set_status(&self, _: &ThreadRef, status: Option<&str>) -> Result<(), AdapterError> {
+        self.statuses
+            .lock()
+            .unwrap()
+            .push(status.map(str::to_owned));
+        Ok(())
+    }
+}
+
+impl chat_core::Webhook for ToyAdapter {
     fn verify(&self, parts: &http::request::Parts, _body: &Bytes) -> Result<(), WebhookError> {
         let presented = parts
             .headers
@@ -139,7 +157,10 @@ impl PlatformAdapter for ToyAdapter {
             _ => Err(AdapterError::Unsupported("toy answers with text only")),
         }
     }
+}
 
+#[async_trait]
+impl chat_core::Messaging for ToyAdapter {
     async fn post(
         &self,
         thread: &ThreadRef,
@@ -188,7 +209,11 @@ async fn a_third_platform_joins_through_the_public_contracts_only() {
         .state(MemoryState::new())
         .adapter(toy.clone())
         .options(RuntimeOptions::default())
+        .require(Capability::Status)
         .on_new_mention(|ctx: Ctx, e: Event| async move {
+            ctx.thread().set_status(Some("typing")).await?;
+            // What toy lacks is known before a call: no modals here.
+            assert!(!ctx.thread().supports(Capability::Modals));
             ctx.thread()
                 .post(format!("echo: {}", e.text().unwrap_or("")))
                 .await?;
@@ -264,4 +289,48 @@ async fn a_third_platform_joins_through_the_public_contracts_only() {
             ("r2".to_owned(), "pong".to_owned())
         ]
     );
+    assert_eq!(*toy.statuses.lock().unwrap(), [Some("typing".to_owned())]);
+}
+
+#[test]
+fn what_a_platform_can_do_is_known_when_the_bot_is_built() {
+    let toy = ToyAdapter::default();
+    assert_eq!(
+        toy.capabilities().iter().collect::<Vec<_>>(),
+        [Capability::Status]
+    );
+    let built = Bot::builder()
+        .state(MemoryState::new())
+        .adapter(toy.clone())
+        .require(Capability::Status)
+        .build()
+        .unwrap();
+    assert_eq!(built.capabilities("toy"), Some(toy.capabilities()));
+    assert_eq!(built.capabilities("slack"), None);
+
+    let missing = Bot::builder()
+        .state(MemoryState::new())
+        .adapter(toy.clone())
+        .require(Capability::Modals)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            &missing,
+            BuildError::MissingCapability { adapter, capability: Capability::Modals } if adapter == "toy"
+        ),
+        "{missing}"
+    );
+    assert_eq!(
+        missing.to_string(),
+        "adapter \"toy\" has no modals capability"
+    );
+
+    let unknown = Bot::builder()
+        .state(MemoryState::new())
+        .adapter(toy)
+        .require_on("slack", Capability::Status)
+        .build()
+        .unwrap_err();
+    assert!(matches!(unknown, BuildError::UnknownAdapter(name) if name == "slack"));
 }

@@ -3,7 +3,7 @@
 //! Options live inside the variant they belong to, so an option of one strategy can
 //! never be given to another. The runtime validates the values (a zero interval is a
 //! build error); the state backend applies them atomically in
-//! [`StateBackend::admit`](crate::StateBackend::admit).
+//! [`Coordination::admit`](crate::Coordination::admit).
 
 use std::time::Duration;
 

@@ -1,10 +1,10 @@
 //! What an operator sees of the state: the busy scopes, one scope in full,
-//! and a fenced force-release ([`StateBackend::busy_scopes`],
-//! [`StateBackend::inspect_scope`], [`StateBackend::force_release`]).
+//! and a fenced force-release ([`Inspection::busy_scopes`],
+//! [`Inspection::inspect_scope`], [`Inspection::force_release`]).
 //!
-//! [`StateBackend::busy_scopes`]: crate::StateBackend::busy_scopes
-//! [`StateBackend::inspect_scope`]: crate::StateBackend::inspect_scope
-//! [`StateBackend::force_release`]: crate::StateBackend::force_release
+//! [`Inspection::busy_scopes`]: crate::Inspection::busy_scopes
+//! [`Inspection::inspect_scope`]: crate::Inspection::inspect_scope
+//! [`Inspection::force_release`]: crate::Inspection::force_release
 
 use std::time::Duration;
 
@@ -64,7 +64,7 @@ pub struct HolderView {
     /// Who holds it: the first 8 characters of the holder's lease token (the
     /// token itself is the holder's credential and is never shown).
     pub holder: String,
-    /// Its fencing number: what [`force_release`](crate::StateBackend::force_release)
+    /// Its fencing number: what [`force_release`](crate::Inspection::force_release)
     /// is checked against.
     pub fence: u64,
     /// How long until it lapses, unless renewed.
@@ -154,7 +154,7 @@ impl ScopeView {
     }
 }
 
-/// What a [`force_release`](crate::StateBackend::force_release) did.
+/// What a [`force_release`](crate::Inspection::force_release) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ForceRelease {

@@ -9,7 +9,7 @@
 //!   [`EventId`], [`DedupeKey`].
 //! * **Events** ([`event`]): one normalized, serializable [`Event`].
 //! * **Strategies** ([`concurrency`]): [`Concurrency`] and its options.
-//! * **State** ([`state`]): [`StateBackend`], whose [`admit`](StateBackend::admit)
+//! * **State** ([`state`]): [`StateBackend`], whose [`admit`](Coordination::admit)
 //!   is the whole ack path in one atomic step.
 //! * **Adapters** ([`adapter`]): [`PlatformAdapter`] and the [`Verdict`]s it answers;
 //!   [`Reply`], a handler's answer to its interaction ([`reply`]).
@@ -79,8 +79,9 @@ pub mod state;
 pub mod view;
 
 pub use adapter::{
-    DefaultLockScope, Inbound, MessageRef, OutboundMessage, PlatformAdapter, ReplyKey, Resolution,
-    TextFormat, Verdict,
+    Capabilities, Capability, DefaultLockScope, Ephemeral, History, Inbound, MessageRef, Messaging,
+    Modals, OutboundMessage, PlatformAdapter, PostKey, Resolution, Status, Streams, TextFormat,
+    Unreact, Uploads, Users, Verdict, Webhook,
 };
 pub use card::Card;
 pub use clock::{Clock, SystemClock};
@@ -107,3 +108,4 @@ pub use state::{
     DEFAULT_SUBSCRIPTION_TTL, Decision, DropReason, Fate, Gate, Handoff, Lease, LeaseKind,
     LeaseToken, Recovered, Release, Renewal, Report, SlotGrant, StateBackend, Sweep, Waiting,
 };
+pub use state::{Coordination, Inspection, Subscriptions};

@@ -129,9 +129,9 @@ pub struct OutboundMessage {
     pub card: Option<Card>,
     /// The reply's identity within its handler run, set by the runtime's thread
     /// handle: adapters use it so a run repeated after a crash does not post
-    /// the same reply twice (see [`PlatformAdapter::post`](crate::PlatformAdapter::post)).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reply_key: Option<ReplyKey>,
+    /// the same reply twice (see [`Messaging::post`](crate::Messaging::post)).
+    #[serde(default, alias = "reply_key", skip_serializing_if = "Option::is_none")]
+    pub post_key: Option<PostKey>,
 }
 
 impl OutboundMessage {
@@ -141,7 +141,7 @@ impl OutboundMessage {
             text: text.into(),
             format: TextFormat::Plain,
             card: None,
-            reply_key: None,
+            post_key: None,
         }
     }
 
@@ -152,7 +152,7 @@ impl OutboundMessage {
             text: card.fallback_text(),
             format: TextFormat::Plain,
             card: Some(card),
-            reply_key: None,
+            post_key: None,
         }
     }
 
@@ -162,14 +162,14 @@ impl OutboundMessage {
             text: text.into(),
             format: TextFormat::Markdown,
             card: None,
-            reply_key: None,
+            post_key: None,
         }
     }
 
     /// The same message as the reply `key` of its run.
     #[must_use]
-    pub fn with_reply_key(mut self, key: ReplyKey) -> Self {
-        self.reply_key = Some(key);
+    pub fn with_post_key(mut self, key: PostKey) -> Self {
+        self.post_key = Some(key);
         self
     }
 }
@@ -179,7 +179,7 @@ impl OutboundMessage {
 /// adapter can tell a reply it already posted on an earlier attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct ReplyKey {
+pub struct PostKey {
     /// The event the run answers.
     pub event_id: EventId,
     /// The reply's position in the run: 0 for its first post.
@@ -189,7 +189,7 @@ pub struct ReplyKey {
     pub attempt: u32,
 }
 
-impl ReplyKey {
+impl PostKey {
     /// Builds a reply key.
     pub fn new(event_id: EventId, position: u32, attempt: u32) -> Self {
         Self {

@@ -36,7 +36,7 @@ pub enum Visibility {
 /// A handler's answer to its interaction, given with `Ctx::reply`: in the
 /// delivery's HTTP answer while that is still open, otherwise later through
 /// the interaction's follow-up [`Handle`](crate::Handle)
-/// ([`PlatformAdapter::reply_later`](crate::PlatformAdapter::reply_later)).
+/// ([`Webhook::reply_later`](crate::Webhook::reply_later)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "value", rename_all = "snake_case")]
 #[non_exhaustive]

@@ -8,7 +8,7 @@
 //! and burst entries with their age), leases about to expire, this process's
 //! runs and its last outcomes, and a **force-release** button per holder that
 //! posts back the fence it showed — a stale fence is refused
-//! ([`chat_core::StateBackend::force_release`]). It takes a token: tools send
+//! ([`chat_core::Inspection::force_release`]). It takes a token: tools send
 //! `Authorization: Bearer <token>`, browsers log in through a form that sets
 //! an HttpOnly, `SameSite=Strict` session cookie. Mount it behind your own
 //! authentication as well if the bot is on the open internet.

@@ -6,9 +6,10 @@
 // Assertions are what these tests are for; setup failures propagate with `?`.
 #![allow(clippy::panic_in_result_fn)]
 
+use chat_core::{Coordination, Inspection};
 use std::process::Command;
 
-use chat_core::{AdmitRequest, Concurrency, Decision, StateBackend};
+use chat_core::{AdmitRequest, Concurrency, Decision};
 use chat_state_redis::RedisState;
 use chat_test_redis::{single_url, unique_prefix};
 use chat_testkit::ScriptedAdapter;

@@ -5,7 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use chat_core::{ForceRelease, PlatformAdapter, Route, ScopeKey, StateBackend, StateError};
+use chat_core::{
+    Capabilities, Capability, ForceRelease, PlatformAdapter, Route, ScopeKey, StateBackend,
+    StateError,
+};
 use regex::Regex;
 
 use crate::data::AppData;
@@ -88,6 +91,12 @@ impl Bot {
         crate::dispatch::deliver_event_detached(&self.shared, adapter, event).await
     }
 
+    /// What the adapter named `adapter` can do beyond posting
+    /// ([`PlatformAdapter::capabilities`]); `None` for an unknown name.
+    pub fn capabilities(&self, adapter: &str) -> Option<Capabilities> {
+        self.shared.adapter(adapter).map(|a| a.capabilities())
+    }
+
     /// The options in force.
     pub fn options(&self) -> &RuntimeOptions {
         self.shared.options()
@@ -125,7 +134,7 @@ impl Bot {
 
     /// Operators: releases a stuck holder of `scope`, fenced — only if its
     /// live lease (or slot) still carries `fence`, the number the operator
-    /// saw ([`StateBackend::force_release`]). When it was released, a recovery
+    /// saw ([`chat_core::state::Inspection::force_release`]). When it was released, a recovery
     /// sweep runs here at once, so the scope's work (its in-flight batch, as a
     /// further attempt, then what waits) is taken over without waiting for
     /// the next periodic sweep.
@@ -267,6 +276,7 @@ pub struct BotBuilder {
     observers: Vec<Arc<dyn Observer>>,
     handlers: Handlers,
     patterns: Vec<(String, SharedHandler)>,
+    required: Vec<(Option<String>, Capability)>,
     data: AppData,
 }
 
@@ -353,6 +363,26 @@ impl BotBuilder {
     #[must_use]
     pub fn observer(mut self, observer: impl Observer) -> Self {
         self.observers.push(Arc::new(observer));
+        self
+    }
+
+    /// Requires `capability` of every adapter: [`build`](Self::build) fails
+    /// with [`BuildError::MissingCapability`] if one lacks it, so a bot that
+    /// opens modals or reads history learns it cannot before it serves
+    /// anything, not from a handler's [`AdapterError::Unsupported`](chat_core::AdapterError::Unsupported).
+    #[must_use]
+    pub fn require(mut self, capability: Capability) -> Self {
+        self.required.push((None, capability));
+        self
+    }
+
+    /// Requires `capability` of the adapter named `adapter` only (a bot on
+    /// Slack and Linear that opens modals on Slack).
+    /// [`build`](Self::build) fails with [`BuildError::UnknownAdapter`] when
+    /// no adapter has that name.
+    #[must_use]
+    pub fn require_on(mut self, adapter: &str, capability: Capability) -> Self {
+        self.required.push((Some(adapter.to_owned()), capability));
         self
     }
 
@@ -449,6 +479,25 @@ impl BotBuilder {
             let name = a.name().to_owned();
             if adapters.insert(name.clone(), a).is_some() {
                 return Err(BuildError::DuplicateAdapter(name));
+            }
+        }
+        for (name, capability) in &self.required {
+            let wanted: Vec<&Arc<dyn PlatformAdapter>> = match name {
+                Some(name) => vec![
+                    adapters
+                        .get(name)
+                        .ok_or_else(|| BuildError::UnknownAdapter(name.clone()))?,
+                ],
+                None => adapters.values().collect(),
+            };
+            if let Some(a) = wanted
+                .into_iter()
+                .find(|a| !a.capabilities().contains(*capability))
+            {
+                return Err(BuildError::MissingCapability {
+                    adapter: a.name().to_owned(),
+                    capability: *capability,
+                });
             }
         }
         self.options.validate()?;

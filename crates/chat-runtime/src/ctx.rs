@@ -46,7 +46,7 @@ struct CtxInner {
     lease: Option<Arc<LeaseState>>,
     posts: Arc<Posts>,
     posted: Arc<AtomicBool>,
-    reply: Option<crate::answer::Answer>,
+    response: Option<crate::response::DeliveryResponse>,
     data: AppData,
     subscription_ttl: std::time::Duration,
     user_ttl: std::time::Duration,
@@ -65,7 +65,7 @@ pub(crate) struct CtxParts {
     pub(crate) lease: Option<Arc<LeaseState>>,
     pub(crate) posts: Arc<Posts>,
     pub(crate) posted: Arc<AtomicBool>,
-    pub(crate) reply: Option<crate::answer::Answer>,
+    pub(crate) response: Option<crate::response::DeliveryResponse>,
     pub(crate) data: AppData,
     pub(crate) subscription_ttl: std::time::Duration,
     pub(crate) user_ttl: std::time::Duration,
@@ -89,7 +89,7 @@ impl Ctx {
                 lease: p.lease,
                 posts: p.posts,
                 posted: p.posted,
-                reply: p.reply,
+                response: p.response,
                 data: p.data,
                 subscription_ttl: p.subscription_ttl,
                 user_ttl: p.user_ttl,
@@ -274,11 +274,11 @@ impl Ctx {
     /// answers in the HTTP response. When that response has already gone out —
     /// the run outlasted `ack_timeout`, or ran detached — the reply is sent
     /// later instead, through the interaction's follow-up handle
-    /// ([`PlatformAdapter::reply_later`]), in the background (a task shutdown
+    /// ([`Webhook::reply_later`](chat_core::Webhook::reply_later)), in the background (a task shutdown
     /// waits for); a failure is logged.
     /// Returns `true` when the reply goes in the HTTP response.
     pub fn reply(&self, reply: impl Into<Reply>) -> bool {
-        let reply = match &self.inner.reply {
+        let reply = match &self.inner.response {
             Some(answer) => match answer.reply(reply.into()) {
                 Ok(()) => return true,
                 Err(reply) => reply,
@@ -324,7 +324,7 @@ impl Ctx {
     }
 
     async fn answer(&self, reply: Reply) -> Result<Replied, AdapterError> {
-        let reply = match &self.inner.reply {
+        let reply = match &self.inner.response {
             Some(answer) => match answer.reply(reply) {
                 Ok(()) => return Ok(Replied::InResponse),
                 Err(reply) => reply,

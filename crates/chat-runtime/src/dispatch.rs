@@ -13,10 +13,10 @@ use http::request::Parts;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::answer::Answer;
 use crate::holder::{Holder, SyncEnd};
 use crate::options::{Dispatch, LockScope, ScopeChoice};
 use crate::outcome::{Outcome, OutcomeRecord};
+use crate::response::DeliveryResponse;
 use crate::retry::repeat;
 use crate::router::Plan;
 use crate::shared::Shared;
@@ -35,7 +35,7 @@ pub(crate) async fn deliver_detached(
     crate::sweep::start_sweeper(shared);
     let task_inner = Arc::clone(shared);
     let task_adapter = Arc::clone(&adapter);
-    let answer = Answer::default();
+    let answer = DeliveryResponse::default();
     let task_answer = answer.clone();
     let task = shared.tracker().spawn(async move {
         deliver(&task_inner, &task_adapter, &parts, body, &task_answer).await
@@ -65,7 +65,7 @@ pub(crate) async fn deliver_detached(
 
 /// The adapter's answer to `verdict`, noted for the delivery's metrics.
 fn respond(
-    answer: &Answer,
+    answer: &DeliveryResponse,
     adapter: &Arc<dyn PlatformAdapter>,
     event: Option<&Event>,
     verdict: &Verdict,
@@ -106,7 +106,7 @@ async fn deliver(
     adapter: &Arc<dyn PlatformAdapter>,
     parts: &Parts,
     body: Bytes,
-    answer: &Answer,
+    answer: &DeliveryResponse,
 ) -> http::Response<Bytes> {
     if let Err(e) = adapter.verify(parts, &body) {
         log_rejected(shared, adapter.as_ref(), &e);
@@ -117,7 +117,7 @@ async fn deliver(
             log_rejected(shared, adapter.as_ref(), &e);
             return respond(answer, adapter, None, &Verdict::Rejected(e));
         }
-        Ok(Inbound::Reply(response)) => {
+        Ok(Inbound::Response(response)) => {
             answer.answered("reply");
             return response;
         }
@@ -148,7 +148,7 @@ async fn deliver_event(
     shared: &Arc<Shared>,
     adapter: &Arc<dyn PlatformAdapter>,
     mut event: Box<Event>,
-    answer: &Answer,
+    answer: &DeliveryResponse,
 ) -> (Option<Arc<Event>>, Verdict) {
     let event = match adapter.resolve(&mut event).await {
         Ok(Resolution::Ignored { reason }) => {
@@ -214,7 +214,7 @@ pub(crate) async fn deliver_event_detached(
     let received = Instant::now();
     crate::sweep::start_sweeper(shared);
     let (task_shared, task_adapter) = (Arc::clone(shared), Arc::clone(&adapter));
-    let answer = Answer::default();
+    let answer = DeliveryResponse::default();
     let task_answer = answer.clone();
     let task = shared.tracker().spawn(async move {
         deliver_event(&task_shared, &task_adapter, Box::new(event), &task_answer)
@@ -322,7 +322,7 @@ async fn admit(
     adapter: &Arc<dyn PlatformAdapter>,
     event: &Arc<Event>,
     (gate, serialized, handler): (Gate, bool, Option<crate::handler::SharedHandler>),
-    answer: &Answer,
+    answer: &DeliveryResponse,
 ) -> Verdict {
     let accepted_at = Instant::now();
     if shared.signals().is_closed() {
@@ -403,7 +403,7 @@ async fn admit(
         deadline,
         subscribed: Some(admission.subscribed),
         posted: Arc::clone(&posted),
-        reply: (!deferred).then(|| answer.clone()),
+        response: (!deferred).then(|| answer.clone()),
         attempt: 1,
         handler,
     };

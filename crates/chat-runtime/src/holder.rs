@@ -340,7 +340,7 @@ impl Holder {
         confirmed_at: Instant,
         work: Work,
     ) -> SyncEnd {
-        let answer = work.reply.clone();
+        let answer = work.response.clone();
         let event = Arc::clone(&work.event);
         let mut held = self.take(lease, confirmed_at);
         match run(&self.shared, &self.adapter, work, Some(&held)).await {
@@ -380,7 +380,7 @@ impl Holder {
                 }
                 if answer
                     .as_ref()
-                    .is_some_and(crate::answer::Answer::give_back)
+                    .is_some_and(crate::response::DeliveryResponse::give_back)
                 {
                     self.shared
                         .recorder()

@@ -69,7 +69,6 @@
 #![forbid(unsafe_code)]
 
 mod admission;
-mod answer;
 mod bot;
 mod cancel;
 mod ctx;
@@ -81,6 +80,7 @@ mod keeper;
 mod metered;
 mod options;
 mod outcome;
+mod response;
 mod retry;
 mod router;
 mod run;
@@ -100,8 +100,8 @@ pub use bot::{Bot, BotBuilder, RunInfo, ShutdownReport};
 pub use cancel::CancelCause;
 pub use chat_core as core;
 pub use chat_core::{
-    BoxError, BurstMode, BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions, Event,
-    EventKind, OnFull, QueueOptions,
+    BoxError, BurstMode, BurstOptions, Capabilities, Capability, Concurrency, ConcurrentOptions,
+    DebounceOptions, Event, EventKind, OnFull, QueueOptions,
 };
 pub use ctx::{Ctx, Replied};
 pub use handler::{Handler, HandlerFuture};

@@ -121,7 +121,7 @@ pub struct RuntimeOptions {
     pub max_inline_per_tenant: Option<usize>,
     /// How long an event's dedupe mark lives. Default `None`: each
     /// platform's own retry horizon
-    /// ([`PlatformAdapter::dedupe_ttl`](chat_core::PlatformAdapter::dedupe_ttl):
+    /// ([`Webhook::dedupe_ttl`](chat_core::Webhook::dedupe_ttl):
     /// Slack 3 h, or 25 h with Delayed Events; Linear 7.5 h). A value here
     /// overrides it for every adapter.
     pub dedupe_ttl: Option<Duration>,
@@ -223,6 +223,19 @@ pub enum BuildError {
     /// No adapter was given.
     #[error("no platform adapter: call .adapter(..)")]
     NoAdapter,
+    /// [`BotBuilder::require_on`](crate::BotBuilder::require_on) names no
+    /// adapter of the bot.
+    #[error("no adapter is named {0:?}")]
+    UnknownAdapter(String),
+    /// An adapter lacks a capability the bot requires
+    /// ([`BotBuilder::require`](crate::BotBuilder::require)).
+    #[error("adapter {adapter:?} has no {capability} capability")]
+    MissingCapability {
+        /// The adapter's name.
+        adapter: String,
+        /// What it lacks.
+        capability: chat_core::Capability,
+    },
     /// Two adapters share a name (webhook routes are named after adapters).
     #[error("two adapters are named {0:?}")]
     DuplicateAdapter(String),

@@ -39,7 +39,7 @@ pub(crate) async fn run(
 ) -> End {
     let event = Arc::clone(&work.event);
     // Under sync dispatch the run answers the delivery itself.
-    let sync = work.reply.is_some();
+    let sync = work.response.is_some();
     let Some(handler) = route(shared, &work).await else {
         return End::Done(record(&event, Outcome::Ignored, "no-handler", None, None));
     };
@@ -69,7 +69,7 @@ pub(crate) async fn run(
         lease: held.map(|h| Arc::clone(h.state())),
         posts: Arc::clone(&posts),
         posted: work.posted,
-        reply: work.reply,
+        response: work.response,
         data: shared.data().clone(),
         subscription_ttl: shared.options().subscription_ttl,
         user_ttl: shared.options().user_cache_ttl,

@@ -131,7 +131,7 @@ impl Shared {
             Gauge::Detached
         };
         Self {
-            state: Arc::new(Metered(state)),
+            state: Metered::wrap(state),
             adapters,
             data,
             admission: Admission::new(options.max_detached, options.max_detached_per_tenant, gauge),

@@ -10,8 +10,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use chat_core::view::View;
 use chat_core::{
-    AdapterError, HistoryMessage, KvStore, MessageRef, OutboundMessage, PlatformAdapter, ReplyKey,
-    SetMode, StateBackend, ThreadRef, UserInfo,
+    AdapterError, Capability, HistoryMessage, KvStore, MessageRef, OutboundMessage,
+    PlatformAdapter, PostKey, SetMode, StateBackend, Streams, ThreadRef, UserInfo,
 };
 use futures_util::Stream;
 use tokio::time::Instant;
@@ -50,7 +50,7 @@ impl Posts {
 /// once the run's lease is lost (another holder may be running the event
 /// again): then every call is refused with [`AdapterError::Cancelled`].
 ///
-/// Each post carries its position in the run ([`ReplyKey`]): when the event
+/// Each post carries its position in the run ([`PostKey`]): when the event
 /// runs again after a holder died, the adapter returns the reply an earlier
 /// attempt already posted at that position instead of posting it twice.
 ///
@@ -161,10 +161,10 @@ impl Thread {
             .as_ref()
             .is_some_and(|r| r.cancel.is_cancelled());
         if let Some(replies) = &self.replies
-            && message.reply_key.is_none()
+            && message.post_key.is_none()
         {
             let position = replies.posts.next.fetch_add(1, Ordering::SeqCst);
-            message = message.with_reply_key(ReplyKey::new(
+            message = message.with_post_key(PostKey::new(
                 replies.event_id.clone(),
                 position,
                 replies.attempt,
@@ -231,14 +231,14 @@ impl Thread {
                 "a stream without any text".to_owned(),
             ));
         };
+        let Some(streams) = self.adapter.as_streams() else {
+            return self.stream_by_edits(first, chunks, interval).await;
+        };
         let started = self
-            .bounded(
-                self.adapter
-                    .start_stream(&self.thread, &first, self.recipient.as_deref()),
-            )
+            .bounded(streams.start_stream(&self.thread, &first, self.recipient.as_deref()))
             .await;
         match started {
-            Ok(stream) => self.stream_natively(stream, first, chunks).await,
+            Ok(stream) => self.stream_natively(streams, stream, first, chunks).await,
             Err(AdapterError::Unsupported(_) | AdapterError::Api { .. }) => {
                 self.stream_by_edits(first, chunks, interval).await
             }
@@ -250,6 +250,7 @@ impl Thread {
     /// arrived meanwhile; a new stream before the platform's lifetime ends.
     async fn stream_natively<S>(
         &self,
+        streams: &dyn Streams,
         mut stream: MessageRef,
         first: String,
         mut chunks: std::pin::Pin<&mut S>,
@@ -258,7 +259,7 @@ impl Thread {
         S: Stream<Item = String> + Send,
     {
         use futures_util::{FutureExt, StreamExt};
-        let lifetime = self.adapter.stream_lifetime();
+        let lifetime = streams.stream_lifetime();
         let mut opened = Instant::now();
         let mut shown = first;
         while let Some(chunk) = chunks.next().await {
@@ -268,25 +269,18 @@ impl Thread {
                 text.push_str(&more);
             }
             if lifetime.is_some_and(|l| opened.elapsed() >= l) {
-                self.bounded(self.adapter.stop_stream(&stream, &shown))
-                    .await?;
+                self.bounded(streams.stop_stream(&stream, &shown)).await?;
                 stream = self
-                    .bounded(self.adapter.start_stream(
-                        &self.thread,
-                        &text,
-                        self.recipient.as_deref(),
-                    ))
+                    .bounded(streams.start_stream(&self.thread, &text, self.recipient.as_deref()))
                     .await?;
                 opened = Instant::now();
                 shown = text;
                 continue;
             }
-            self.bounded(self.adapter.append_stream(&stream, &text))
-                .await?;
+            self.bounded(streams.append_stream(&stream, &text)).await?;
             shown.push_str(&text);
         }
-        self.bounded(self.adapter.stop_stream(&stream, &shown))
-            .await?;
+        self.bounded(streams.stop_stream(&stream, &shown)).await?;
         self.posted.store(true, Ordering::Release);
         Ok(SentMessage {
             thread: self.clone(),
@@ -339,8 +333,11 @@ impl Thread {
     /// [`AdapterError::Invalid`] for a view beyond the platform's limits;
     /// [`AdapterError::Unsupported`] where there are no modals (Linear).
     pub async fn open_modal(&self, trigger: &str, view: &View) -> Result<String, AdapterError> {
-        self.bounded(self.adapter.open_modal(&self.thread.tenant, trigger, view))
-            .await
+        self.bounded(
+            self.modals()?
+                .open_modal(&self.thread.tenant, trigger, view),
+        )
+        .await
     }
 
     /// Replaces the open view `view_id`.
@@ -349,7 +346,7 @@ impl Thread {
     /// As [`open_modal`](Self::open_modal).
     pub async fn update_modal(&self, view_id: &str, view: &View) -> Result<(), AdapterError> {
         self.bounded(
-            self.adapter
+            self.modals()?
                 .update_modal(&self.thread.tenant, view_id, view),
         )
         .await
@@ -360,8 +357,11 @@ impl Thread {
     /// # Errors
     /// As [`open_modal`](Self::open_modal).
     pub async fn push_modal(&self, trigger: &str, view: &View) -> Result<String, AdapterError> {
-        self.bounded(self.adapter.push_modal(&self.thread.tenant, trigger, view))
-            .await
+        self.bounded(
+            self.modals()?
+                .push_modal(&self.thread.tenant, trigger, view),
+        )
+        .await
     }
 
     /// Uploads a file named `name` holding `content` into the thread, with
@@ -376,11 +376,12 @@ impl Thread {
         content: impl Into<Bytes>,
         comment: Option<&str>,
     ) -> Result<String, AdapterError> {
+        let uploads = self
+            .adapter
+            .as_uploads()
+            .ok_or(Capability::Uploads.unsupported())?;
         let r = self
-            .bounded(
-                self.adapter
-                    .upload(&self.thread, name, content.into(), comment),
-            )
+            .bounded(uploads.upload(&self.thread, name, content.into(), comment))
             .await;
         if r.is_ok() {
             self.posted.store(true, Ordering::Release);
@@ -398,7 +399,11 @@ impl Thread {
         message: impl Into<OutboundMessage>,
     ) -> Result<(), AdapterError> {
         let message = message.into();
-        self.bounded(self.adapter.post_ephemeral(&self.thread, user, &message))
+        let ephemeral = self
+            .adapter
+            .as_ephemeral()
+            .ok_or(Capability::Ephemeral.unsupported())?;
+        self.bounded(ephemeral.post_ephemeral(&self.thread, user, &message))
             .await
     }
 
@@ -436,11 +441,12 @@ impl Thread {
             let Some(cursor) = cursor else {
                 return Ok(None);
             };
+            let history = self
+                .adapter
+                .as_history()
+                .ok_or(Capability::History.unsupported())?;
             let page = self
-                .bounded(
-                    self.adapter
-                        .history(&self.thread, cursor.as_deref(), page_size),
-                )
+                .bounded(history.history(&self.thread, cursor.as_deref(), page_size))
                 .await?;
             let next = page.next.clone().map(Some);
             Ok(Some((page.messages, next)))
@@ -467,9 +473,11 @@ impl Thread {
         {
             return Ok(info);
         }
-        let info = self
-            .bounded(self.adapter.user(&self.thread.tenant, user))
-            .await?;
+        let users = self
+            .adapter
+            .as_users()
+            .ok_or(Capability::Users.unsupported())?;
+        let info = self.bounded(users.user(&self.thread.tenant, user)).await?;
         if let Ok(bytes) = serde_json::to_vec(&info)
             && let Err(e) = kv
                 .set(
@@ -524,13 +532,32 @@ impl Thread {
 
     /// Removes the bot's reaction from a message.
     pub async fn unreact(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
-        self.bounded(self.adapter.unreact(message, emoji)).await
+        let unreact = self
+            .adapter
+            .as_unreact()
+            .ok_or(Capability::Unreact.unsupported())?;
+        self.bounded(unreact.unreact(message, emoji)).await
     }
 
     /// Shows a "working on it" status, or clears it with `None`.
     pub async fn set_status(&self, status: Option<&str>) -> Result<(), AdapterError> {
-        self.bounded(self.adapter.set_status(&self.thread, status))
-            .await
+        match self.adapter.as_status() {
+            Some(s) => self.bounded(s.set_status(&self.thread, status)).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Whether this thread's platform can do `capability`: what
+    /// [`Capabilities`](chat_core::Capabilities) its adapter declared. The
+    /// calls of a missing one answer [`AdapterError::Unsupported`].
+    pub fn supports(&self, capability: Capability) -> bool {
+        self.adapter.capabilities().contains(capability)
+    }
+
+    fn modals(&self) -> Result<&dyn chat_core::Modals, AdapterError> {
+        self.adapter
+            .as_modals()
+            .ok_or(Capability::Modals.unsupported())
     }
 }
 

@@ -22,7 +22,7 @@ pub(crate) struct Work {
     pub(crate) posted: Arc<AtomicBool>,
     /// Under sync dispatch (and inline interactions): the delivery's answer,
     /// which the handler may give itself.
-    pub(crate) reply: Option<crate::answer::Answer>,
+    pub(crate) response: Option<crate::response::DeliveryResponse>,
     /// How many times the event has been handed out to run, this time included.
     pub(crate) attempt: u32,
     /// The handler the ack path routed it to; `None` for work handed over by
@@ -44,7 +44,7 @@ impl Work {
             deadline,
             subscribed: None,
             posted: Arc::default(),
-            reply: None,
+            response: None,
             attempt,
             handler: None,
         }

@@ -169,11 +169,30 @@ async fn a_redeploy_hands_running_work_to_another_replica(env: Env) {
     // r1 runs a again at once (its next sweep), then b. (One sweep reads every
     // bucket of the store, which on a cluster takes a while in real time.)
     r1.pass(10_000).await;
+    r1.pass_until(22_000, || r1.outcome("b").is_some()).await;
     let runs = r1.runs();
-    assert_eq!(runs.len(), 3, "{runs:?}");
-    assert_eq!(runs[0].cause, Some(CancelCause::Shutdown));
-    assert_eq!((runs[1].id.as_str(), runs[1].attempt), ("a", 2));
-    assert_eq!(runs[2].id, "b");
+    // As in the cut-off case: in real time (a 300 ms lease) a claim answered
+    // late on a busy machine can leave an attempt past its believed expiry,
+    // preempted before it does anything; the next sweep runs it again. In
+    // scenario time no attempt is preempted.
+    let (preempted, kept): (Vec<_>, Vec<_>) = runs
+        .iter()
+        .partition(|r| r.cause == Some(CancelCause::Preempted));
+    assert!(env.clock.is_real() || preempted.is_empty(), "{runs:?}");
+    let attempts = |id: &str| runs.iter().filter(|r| r.id == id).count();
+    let kept: Vec<(&str, usize, Option<CancelCause>)> = kept
+        .iter()
+        .map(|r| (r.id.as_str(), r.attempt as usize, r.cause))
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            ("a", 1, Some(CancelCause::Shutdown)),
+            ("a", attempts("a"), None),
+            ("b", attempts("b"), None)
+        ],
+        "{runs:?}"
+    );
     r1.assert_one_outcome_each(&["a", "b"]);
     assert_eq!(r1.outcome("a"), Some(Outcome::Ran));
     assert_eq!(r1.adapter.posts(), ["reply:a"]);
@@ -419,7 +438,7 @@ async fn a_sync_run_cancelled_by_shutdown_is_retried_by_the_platform() {
 }
 
 /// A handler that answers a stop has the last word: the platform's closing
-/// word (`PlatformAdapter::stopped`) is sent only for a run that said nothing
+/// word (`Webhook::stopped`) is sent only for a run that said nothing
 /// after it was stopped — however the handler's answer and the runtime's
 /// noticing of the stop interleave (its answer is still in flight when the
 /// runtime looks; over 16 runs both orders of that race occur).

@@ -154,18 +154,36 @@ async fn a_lease_lost_in_the_middle_of_a_burst_each_batch_runs_the_batch_again(e
     // b runs: its holder loses the lease. The batch was never acknowledged, so
     // the next holder (the sweep's) runs all of it again: nothing is lost, and
     // each member is recorded once.
-    s.state
+    s.hooks
         .renew_lost
         .store(true, std::sync::atomic::Ordering::SeqCst);
     s.pass(3000).await;
-    s.state
+    s.hooks
         .renew_lost
         .store(false, std::sync::atomic::Ordering::SeqCst);
     s.pass(10_000).await;
+    if env.clock.is_real() {
+        s.pass_until(60_000, || s.outcomes().len() == 3).await;
+    }
     let runs = s.runs();
     let ids: Vec<(&str, u32)> = runs.iter().map(|r| (r.id.as_str(), r.attempt)).collect();
-    assert_eq!(ids, [("a", 1), ("b", 1), ("a", 2), ("b", 2), ("c", 2)]);
-    assert_eq!(runs[1].cause, Some(CancelCause::Preempted));
+    if env.clock.is_real() {
+        // In real time a busy machine may lose the lease before b started, or
+        // preempt a re-run too: the rule still holds that the batch ends as
+        // one whole run of a, b and c in order, after runs of a prefix of it.
+        let (before, last) = ids.split_at(ids.len().saturating_sub(3));
+        let attempt = last.first().map_or(0, |l| l.1);
+        assert!(attempt > 1, "{ids:?}");
+        assert_eq!(last, [("a", attempt), ("b", attempt), ("c", attempt)]);
+        let order = ["a", "b", "c"];
+        for (i, (id, _)) in before.iter().enumerate() {
+            let start = before[..=i].iter().rposition(|r| r.0 == "a").unwrap_or(0);
+            assert_eq!(*id, order[i - start], "{ids:?}");
+        }
+    } else {
+        assert_eq!(ids, [("a", 1), ("b", 1), ("a", 2), ("b", 2), ("c", 2)]);
+        assert_eq!(runs[1].cause, Some(CancelCause::Preempted));
+    }
     s.assert_one_outcome_each(&["a", "b", "c"]);
     for id in ["a", "b", "c"] {
         assert_eq!(s.outcome(id), Some(Outcome::Ran), "{id}");

@@ -16,7 +16,6 @@ mod support;
 
 use std::time::Duration;
 
-use chat_core::StateBackend as _;
 use chat_runtime::{CancelCause, Concurrency, Dispatch, Event, Outcome, RuntimeOptions};
 use support::{Env, Scenario, Unlocked, deferred};
 

@@ -347,7 +347,7 @@ async fn an_entry_admitted_while_the_holder_finishes_runs(env: Env) {
     let s = Arc::new(env.scenario(deferred(Concurrency::queue())).await);
     let inner = Arc::clone(&s);
     // Right before the holder's finish reaches the backend, B is delivered.
-    *s.state.before_finish.lock().unwrap() = Some(Box::pin(async move {
+    *s.hooks.before_finish.lock().unwrap() = Some(Box::pin(async move {
         assert_eq!(inner.send("1", "b", "ok").await, 200);
     }));
     s.send("1", "a", "sleep:100").await;
@@ -570,7 +570,7 @@ async fn a_lost_lease_preempts_the_handler(env: Env) {
     s.send("1", "a", "first-wait-cancel").await;
     s.send("1", "b", "ok").await;
     s.pass(500).await;
-    s.state
+    s.hooks
         .renew_lost
         .store(true, std::sync::atomic::Ordering::SeqCst);
     s.pass(5000).await;
@@ -580,7 +580,7 @@ async fn a_lost_lease_preempts_the_handler(env: Env) {
     // The preempted holder neither acknowledges its run nor hands its queue
     // off: the next holder (here, the next admit's) runs a again, then the
     // queue.
-    s.state
+    s.hooks
         .renew_lost
         .store(false, std::sync::atomic::Ordering::SeqCst);
     s.send("1", "c", "ok").await;
@@ -676,7 +676,7 @@ async fn a_failed_sync_handler_is_retried_by_the_platform(env: Env) {
 #[tokio::test(start_paused = true)]
 async fn a_sync_delivery_is_answered_once_its_scope_is_free() {
     let s = support::Scenario::new(RuntimeOptions::default());
-    *s.state.finish_latency.lock().unwrap() = Duration::from_millis(1);
+    *s.hooks.finish_latency.lock().unwrap() = Duration::from_millis(1);
     assert_eq!(s.send("1", "a", "ok").await, 200);
     assert_eq!(s.send("1", "b", "ok").await, 200);
     assert_eq!(s.send("1", "c", "fail").await, 500);

@@ -2,9 +2,10 @@
 //!
 //! `cargo bench -p chat-state-memory --bench admit` (or `cargo xtask bench micro`).
 
+use chat_core::Coordination;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use chat_core::{AdmitRequest, Concurrency, Decision, Platform, StateBackend, ThreadRef};
+use chat_core::{AdmitRequest, Concurrency, Decision, Platform, ThreadRef};
 use chat_state_memory::MemoryState;
 use chat_testkit::EventBuilder;
 use divan::{Bencher, black_box};

@@ -12,7 +12,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use chat_core::{AdmitRequest, Concurrency, Decision, StateBackend};
+//! use chat_core::{AdmitRequest, Concurrency, Coordination, Decision};
 //! use chat_state_memory::MemoryState;
 //! # use chat_core::{Author, Event, EventKind, Message, Platform, ThreadRef};
 //! # fn event(id: &str) -> Event {
@@ -59,9 +59,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
-    Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, ForceRelease, Handoff,
-    KvStore, Lease, LeaseToken, Platform, Recovered, Release, Renewal, ScopeFilter, ScopeKey,
-    ScopeTag, ScopeView, SetMode, SlotGrant, StateBackend, StateError, Sweep, TenantId, ThreadRef,
+    Admission, AdmitRequest, CancelOutcome, CancelRequest, Coordination, DedupeKey, ForceRelease,
+    Handoff, Inspection, KvStore, Lease, LeaseToken, Platform, Recovered, Release, Renewal,
+    ScopeFilter, ScopeKey, ScopeTag, ScopeView, SetMode, SlotGrant, StateBackend, StateError,
+    Subscriptions, Sweep, TenantId, ThreadRef,
 };
 use tokio::time::Instant;
 
@@ -148,7 +149,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 #[async_trait]
-impl StateBackend for MemoryState {
+impl Coordination for MemoryState {
     async fn admit(&self, request: AdmitRequest) -> Result<Admission, StateError> {
         if request.scope.tag() != request.event.thread.thread_scope().tag() {
             return Err(StateError::InvalidRequest(
@@ -241,7 +242,10 @@ impl StateBackend for MemoryState {
         }
         Ok(recovered)
     }
+}
 
+#[async_trait]
+impl Subscriptions for MemoryState {
     async fn subscribe(&self, thread: &ThreadRef, ttl: Duration) -> Result<(), StateError> {
         let scope = thread.thread_scope();
         self.shard(scope.tag())
@@ -274,11 +278,10 @@ impl StateBackend for MemoryState {
         }
         Ok(removed)
     }
+}
 
-    async fn health(&self) -> Result<(), StateError> {
-        Ok(())
-    }
-
+#[async_trait]
+impl Inspection for MemoryState {
     async fn busy_scopes(
         &self,
         filter: &ScopeFilter,
@@ -308,6 +311,13 @@ impl StateBackend for MemoryState {
         Ok(self
             .shard(scope.tag())
             .force_release(scope, fence, Instant::now()))
+    }
+}
+
+#[async_trait]
+impl StateBackend for MemoryState {
+    async fn health(&self) -> Result<(), StateError> {
+        Ok(())
     }
 
     /// State in one process: nothing handed back at shutdown would run.

@@ -171,7 +171,7 @@ pub(crate) enum Recorded {
     Dropped(DropReason),
     Slot,
     WaitingForSlot,
-    /// A control event's mark ([`request_cancel`](chat_core::StateBackend::request_cancel)).
+    /// A control event's mark ([`request_cancel`](chat_core::Coordination::request_cancel)).
     Cancel,
 }
 

@@ -9,10 +9,11 @@
 // The skip notice is the point: a skipped benchmark must be seen.
 #![allow(clippy::print_stderr)]
 
+use chat_core::Coordination;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use chat_core::{AdmitRequest, Concurrency, Decision, Platform, StateBackend, ThreadRef};
+use chat_core::{AdmitRequest, Concurrency, Decision, Platform, ThreadRef};
 use chat_state_redis::RedisState;
 use chat_testkit::EventBuilder;
 use divan::{Bencher, black_box};

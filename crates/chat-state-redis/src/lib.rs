@@ -18,7 +18,7 @@
 //!   safe to repeat when its reply is lost or a cluster client re-sends it.
 //! * **Recovery.** A scope left with a run or waiting entries by a holder that
 //!   died is taken over by the next `admit` on it, or by
-//!   [`sweep`](chat_core::StateBackend::sweep), which reads a fixed number of
+//!   [`sweep`](chat_core::Coordination::sweep), which reads a fixed number of
 //!   per-bucket indexes instead of one global key.
 //! * **Fencing.** Each lease carries a number above every earlier grant on its
 //!   scope, even after the scope went idle.
@@ -29,7 +29,7 @@
 //! start otherwise). Requires Redis 7.0 or newer.
 //!
 //! ```no_run
-//! use chat_core::{AdmitRequest, Concurrency, Decision, Handoff, StateBackend};
+//! use chat_core::{AdmitRequest, Concurrency, Coordination, Decision, Handoff};
 //! use chat_state_redis::RedisState;
 //! # use chat_core::{Author, Event, EventKind, Message, Platform, ThreadRef};
 //! # fn event(id: &str) -> Event {

@@ -6,7 +6,8 @@
 // Assertions are what these tests are for; setup failures propagate with `?`.
 #![allow(clippy::panic_in_result_fn)]
 
-use chat_core::{AdmitRequest, Concurrency, DedupeKey, Platform, StateBackend, StateError};
+use chat_core::Coordination;
+use chat_core::{AdmitRequest, Concurrency, DedupeKey, Platform, StateError};
 use chat_test_redis::{cluster_urls, single_url, unique_prefix};
 use chat_testkit::EventBuilder;
 

@@ -8,9 +8,10 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
     Admission, AdmitRequest, CancelOutcome, CancelRequest, Concurrency, ConcurrentOptions,
-    Decision, DedupeKey, DropReason, ForceRelease, Gate, Handoff, KvStore, Lease, LeaseKind,
-    LeaseToken, OnFull, Platform, Recovered, Release, Renewal, ScopeFilter, ScopeKey, ScopeView,
-    SetMode, SlotGrant, StateBackend, StateError, Sweep, TenantId, ThreadRef,
+    Coordination, Decision, DedupeKey, DropReason, ForceRelease, Gate, Handoff, Inspection,
+    KvStore, Lease, LeaseKind, LeaseToken, OnFull, Platform, Recovered, Release, Renewal,
+    ScopeFilter, ScopeKey, ScopeView, SetMode, SlotGrant, StateBackend, StateError, Subscriptions,
+    Sweep, TenantId, ThreadRef,
 };
 use futures_util::future::join_all;
 use redis::aio::ConnectionLike;
@@ -453,7 +454,7 @@ fn slot_bound(max: &str) -> Result<ConcurrentOptions, StateError> {
 }
 
 #[async_trait]
-impl StateBackend for RedisState {
+impl Coordination for RedisState {
     async fn admit(&self, request: AdmitRequest) -> Result<Admission, StateError> {
         let event = &request.event;
         if request.scope.tag() != event.thread.thread_scope().tag() {
@@ -741,7 +742,10 @@ impl StateBackend for RedisState {
         }
         Ok(recovered)
     }
+}
 
+#[async_trait]
+impl Subscriptions for RedisState {
     async fn subscribe(&self, thread: &ThreadRef, ttl: Duration) -> Result<(), StateError> {
         let key = self.keys.thread(thread).subscription(&thread.thread);
         let _: Value = self
@@ -801,7 +805,10 @@ impl StateBackend for RedisState {
         }
         Ok(removed)
     }
+}
 
+#[async_trait]
+impl Inspection for RedisState {
     async fn busy_scopes(
         &self,
         filter: &ScopeFilter,
@@ -869,7 +876,10 @@ impl StateBackend for RedisState {
             _ => Err(bad_reply("unknown force-release verdict")),
         }
     }
+}
 
+#[async_trait]
+impl StateBackend for RedisState {
     async fn health(&self) -> Result<(), StateError> {
         let _: Value = self.query(&redis::cmd("PING")).await?;
         Ok(())

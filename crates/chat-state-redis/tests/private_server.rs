@@ -5,6 +5,7 @@
 //! (`chat-test-redis`). Without the binary they skip with a notice, except
 //! under `CI=true`.
 
+use chat_core::Coordination;
 use std::collections::HashMap;
 use std::time::Duration;
 

@@ -14,7 +14,7 @@ use chat_core::{
 
 use crate::events::EventBuilder;
 
-/// The header a scripted delivery must carry to pass [`PlatformAdapter::verify`].
+/// The header a scripted delivery must carry to pass [`Webhook::verify`](chat_core::Webhook::verify).
 pub const SIGNATURE_HEADER: &str = "x-scripted-signature";
 const SIGNATURE: &str = "valid";
 
@@ -23,13 +23,13 @@ struct Post {
     thread: ThreadRef,
     text: String,
     id: String,
-    key: Option<chat_core::ReplyKey>,
+    key: Option<chat_core::PostKey>,
 }
 
 /// A scripted platform. Cheap to clone; clones share their record of posts.
 ///
 /// Like the real adapters, it keeps replies idempotent: a post whose
-/// [`ReplyKey`](chat_core::ReplyKey) says it is a repeated run returns the
+/// [`PostKey`](chat_core::PostKey) says it is a repeated run returns the
 /// message an earlier attempt posted at the same position instead of posting
 /// again.
 #[derive(Clone)]
@@ -53,7 +53,7 @@ struct Inner {
     stopped: Mutex<Vec<String>>,
     next_id: AtomicU64,
     max_body: usize,
-    /// Answers sent after the response ([`PlatformAdapter::reply_later`]).
+    /// Answers sent after the response ([`Webhook::reply_later`](chat_core::Webhook::reply_later)).
     later: Mutex<Vec<chat_core::Reply>>,
     /// How long a later answer takes to go out.
     later_latency: Mutex<std::time::Duration>,
@@ -141,7 +141,7 @@ impl ScriptedAdapter {
         self.posted().into_iter().map(|(_, t)| t).collect()
     }
 
-    /// The events [`PlatformAdapter::stopped`] was called for (the platform's
+    /// The events [`Webhook::stopped`](chat_core::Webhook::stopped) was called for (the platform's
     /// closing word after a stop the handler did not answer), in order.
     pub fn stopped(&self) -> Vec<String> {
         self.inner
@@ -151,7 +151,7 @@ impl ScriptedAdapter {
             .clone()
     }
 
-    /// The answers sent after the response ([`PlatformAdapter::reply_later`]),
+    /// The answers sent after the response ([`Webhook::reply_later`](chat_core::Webhook::reply_later)),
     /// in order.
     pub fn later_replies(&self) -> Vec<chat_core::Reply> {
         self.inner
@@ -188,7 +188,6 @@ fn status(code: http::StatusCode, body: Bytes) -> http::Response<Bytes> {
     r
 }
 
-#[async_trait]
 impl PlatformAdapter for ScriptedAdapter {
     fn name(&self) -> &str {
         &self.inner.name
@@ -197,7 +196,10 @@ impl PlatformAdapter for ScriptedAdapter {
     fn platform(&self) -> Platform {
         Self::PLATFORM
     }
+}
 
+#[async_trait]
+impl chat_core::Webhook for ScriptedAdapter {
     fn max_body_bytes(&self) -> usize {
         self.inner.max_body
     }
@@ -235,57 +237,6 @@ impl PlatformAdapter for ScriptedAdapter {
         }
     }
 
-    async fn post(
-        &self,
-        thread: &ThreadRef,
-        message: &OutboundMessage,
-    ) -> Result<MessageRef, AdapterError> {
-        let mut posts = self
-            .inner
-            .posts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(key) = message.reply_key.as_ref().filter(|k| k.attempt > 1)
-            && let Some(earlier) = posts.iter().find(|p| {
-                p.key
-                    .as_ref()
-                    .is_some_and(|k| k.event_id == key.event_id && k.position == key.position)
-            })
-        {
-            return Ok(MessageRef {
-                thread: earlier.thread.clone(),
-                id: earlier.id.clone(),
-            });
-        }
-        let id = format!("m{}", self.inner.next_id.fetch_add(1, Ordering::Relaxed));
-        posts.push(Post {
-            thread: thread.clone(),
-            text: message.text.clone(),
-            id: id.clone(),
-            key: message.reply_key.clone(),
-        });
-        Ok(MessageRef {
-            thread: thread.clone(),
-            id,
-        })
-    }
-
-    async fn edit(
-        &self,
-        _message: &MessageRef,
-        _content: &OutboundMessage,
-    ) -> Result<(), AdapterError> {
-        Ok(())
-    }
-
-    async fn delete(&self, _message: &MessageRef) -> Result<(), AdapterError> {
-        Ok(())
-    }
-
-    async fn react(&self, _message: &MessageRef, _emoji: &str) -> Result<(), AdapterError> {
-        Ok(())
-    }
-
     async fn reply_later(
         &self,
         _event: &Event,
@@ -313,5 +264,59 @@ impl PlatformAdapter for ScriptedAdapter {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(event.id.to_string());
+    }
+}
+
+#[async_trait]
+impl chat_core::Messaging for ScriptedAdapter {
+    async fn post(
+        &self,
+        thread: &ThreadRef,
+        message: &OutboundMessage,
+    ) -> Result<MessageRef, AdapterError> {
+        let mut posts = self
+            .inner
+            .posts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(key) = message.post_key.as_ref().filter(|k| k.attempt > 1)
+            && let Some(earlier) = posts.iter().find(|p| {
+                p.key
+                    .as_ref()
+                    .is_some_and(|k| k.event_id == key.event_id && k.position == key.position)
+            })
+        {
+            return Ok(MessageRef {
+                thread: earlier.thread.clone(),
+                id: earlier.id.clone(),
+            });
+        }
+        let id = format!("m{}", self.inner.next_id.fetch_add(1, Ordering::Relaxed));
+        posts.push(Post {
+            thread: thread.clone(),
+            text: message.text.clone(),
+            id: id.clone(),
+            key: message.post_key.clone(),
+        });
+        Ok(MessageRef {
+            thread: thread.clone(),
+            id,
+        })
+    }
+
+    async fn edit(
+        &self,
+        _message: &MessageRef,
+        _content: &OutboundMessage,
+    ) -> Result<(), AdapterError> {
+        Ok(())
+    }
+
+    async fn delete(&self, _message: &MessageRef) -> Result<(), AdapterError> {
+        Ok(())
+    }
+
+    async fn react(&self, _message: &MessageRef, _emoji: &str) -> Result<(), AdapterError> {
+        Ok(())
     }
 }

@@ -62,7 +62,7 @@ pub use fake_oauth::{
     FakeLinearOAuth, FakeSlackOAuth, LinearOrganization, SlackWorkspace, TokenRequest,
 };
 pub use fake_slack::{FakeSlack, RetryAfter, SlackCall, SlackReply};
-pub use faulty::{Fault, FaultyState, Op};
+pub use faulty::{Fault, Faults, FaultyState, Op};
 pub use flaky_installations::FlakyInstallations;
 pub use harness::{
     Clock, Harness, KvHarness, expect_batch, expect_handoff_run, expect_hold, expect_run,

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use bytes::Bytes;
+use chat_core::Webhook as _;
 use chat_core::{AgentSessionAction, Event, EventKind, Inbound, MessageChange, PlatformAdapter};
 use chat_linear::LinearAdapter;
 use chat_slack::SlackAdapter;

@@ -4,10 +4,11 @@
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+use chat_core::Inspection;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use chat_core::{ForceRelease, Platform, ScopeFilter, StateBackend, TenantId};
+use chat_core::{ForceRelease, Platform, ScopeFilter, TenantId};
 use chat_ops::{parse_scope, view_json, view_text, views_table};
 use chat_state_redis::RedisState;
 use clap::{Parser, Subcommand};

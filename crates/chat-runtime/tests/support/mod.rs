@@ -27,10 +27,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chat_core::{
-    Admission, AdmitRequest, CancelOutcome, CancelRequest, DedupeKey, Handoff, Lease, LeaseToken,
-    Recovered, Release, Renewal, ScopeKey, SlotGrant, StateBackend, StateError, ThreadRef,
-};
+use chat_core::state::{Answer, Call, Intercepted, Interceptor, Op};
+use chat_core::{AdmitRequest, Renewal, ScopeKey, StateBackend, StateError, ThreadRef};
 use chat_runtime::{
     Bot, CancelCause, Concurrency, Ctx, Event, Outcome, OutcomeRecord, RuntimeOptions,
 };
@@ -315,9 +313,14 @@ pub struct Scenario {
     pub bot: Bot,
     pub adapter: ScriptedAdapter,
     pub log: Log,
-    pub state: Arc<Hooked>,
+    /// The bot's backend: the store, through `faults`, then `hooks`.
+    pub state: Arc<dyn StateBackend>,
+    /// The store through `faults` only: what another replica would see.
+    pub store: Arc<dyn StateBackend>,
+    /// Interleavings to force in this bot's state calls.
+    pub hooks: Arc<Hooks>,
     /// Faults to inject into this bot's state calls.
-    pub faults: Arc<chat_testkit::FaultyState>,
+    pub faults: Arc<chat_testkit::Faults>,
     pub clock: Clock,
 }
 
@@ -475,7 +478,8 @@ impl Scenario {
         Self::on(Arc::new(MemoryState::new()), Clock::Paused, options)
     }
 
-    /// A scenario on `state` (wrapped in [`Hooked`]); `options` in scenario
+    /// A scenario on `state` (through [`Faults`](chat_testkit::Faults) and
+    /// [`Hooks`]); `options` in scenario
     /// milliseconds.
     pub fn on(state: Arc<dyn StateBackend>, clock: Clock, options: RuntimeOptions) -> Self {
         let shared = state.shared();
@@ -499,8 +503,11 @@ impl Scenario {
         adapter: ScriptedAdapter,
         shared: bool,
     ) -> Self {
-        let faults = Arc::new(chat_testkit::FaultyState::new(state).shared_as(shared));
-        let state = Arc::new(Hooked::new(faults.clone()));
+        let faults = Arc::new(chat_testkit::Faults::new().shared_as(shared));
+        let store: Arc<dyn StateBackend> = faults.wrap(state);
+        let hooks = Arc::new(Hooks::default());
+        let state: Arc<dyn StateBackend> =
+            Arc::new(Intercepted::new(Arc::clone(&store), Arc::clone(&hooks)));
         let outcomes = log.outcomes.clone();
         let bot = Bot::builder()
             .state_arc(state.clone())
@@ -520,6 +527,8 @@ impl Scenario {
             adapter,
             log,
             state,
+            store,
+            hooks,
             faults,
             clock,
         }
@@ -653,161 +662,71 @@ impl Scenario {
     pub async fn assert_scope_idle(&self, thread: &str) {
         let scope = self.adapter.thread("T1", "C1", thread).thread_scope();
         assert!(
-            self.state.sweep_scope(&scope).await,
+            sweep_scope(self.store.as_ref(), &scope).await,
             "scope {thread} still held or waiting"
         );
     }
 }
 
-/// A backend with hooks for forcing interleavings and faults.
-pub struct Hooked {
-    pub inner: Arc<dyn StateBackend>,
+/// Hooks for forcing interleavings into a bot's state calls.
+#[derive(Default)]
+pub struct Hooks {
+    /// Runs once, before the next `finish` reaches the store.
     pub before_finish: Mutex<Option<futures_util::future::BoxFuture<'static, ()>>>,
+    /// While set, every renewal answers `Lost` without reaching the store.
     pub renew_lost: std::sync::atomic::AtomicBool,
     /// Every `finish` first waits this long (a backend round trip).
     pub finish_latency: Mutex<Duration>,
 }
 
-impl Hooked {
-    pub fn new(inner: Arc<dyn StateBackend>) -> Self {
-        Self {
-            inner,
-            before_finish: Mutex::new(None),
-            renew_lost: std::sync::atomic::AtomicBool::new(false),
-            finish_latency: Mutex::new(Duration::ZERO),
-        }
-    }
-
-    /// True when the scope is free: a fresh drop-admit there gets the lease.
-    pub async fn sweep_scope(&self, scope: &ScopeKey) -> bool {
-        let thread = ThreadRef::new(
-            scope.platform,
-            scope.tenant.clone(),
-            scope.channel.clone(),
-            "probe",
-        );
-        let e = chat_testkit::EventBuilder::new(thread)
-            .id(&format!("probe-{}", rand_id()))
-            .build();
-        let req = AdmitRequest::new(e, scope.clone(), chat_core::Concurrency::Drop);
-        match self.inner.admit(req).await.unwrap().decision {
-            chat_core::Decision::Run(lease) => {
-                self.inner.finish(&lease).await.unwrap();
-                true
+#[async_trait]
+impl Interceptor for Hooks {
+    async fn intercept(
+        &self,
+        call: Call<'_>,
+        next: &Arc<dyn StateBackend>,
+    ) -> Result<Answer, StateError> {
+        match call.op() {
+            Op::Renew if self.renew_lost.load(std::sync::atomic::Ordering::SeqCst) => {
+                return Ok(Answer::Renewal(Renewal::Lost));
             }
-            _ => false,
+            Op::Finish => {
+                let hook = self.before_finish.lock().unwrap().take();
+                if let Some(hook) = hook {
+                    hook.await;
+                }
+                let latency = *self.finish_latency.lock().unwrap();
+                if !latency.is_zero() {
+                    tokio::time::sleep(latency).await;
+                }
+            }
+            _ => {}
         }
+        call.run(next.as_ref()).await
+    }
+}
+
+/// True when the scope is free: a fresh drop-admit there gets the lease.
+pub async fn sweep_scope(store: &dyn StateBackend, scope: &ScopeKey) -> bool {
+    let thread = ThreadRef::new(
+        scope.platform,
+        scope.tenant.clone(),
+        scope.channel.clone(),
+        "probe",
+    );
+    let e = chat_testkit::EventBuilder::new(thread)
+        .id(&format!("probe-{}", rand_id()))
+        .build();
+    let req = AdmitRequest::new(e, scope.clone(), chat_core::Concurrency::Drop);
+    match store.admit(req).await.unwrap().decision {
+        chat_core::Decision::Run(lease) => {
+            store.finish(&lease).await.unwrap();
+            true
+        }
+        _ => false,
     }
 }
 
 fn rand_id() -> String {
     chat_core::LeaseToken::generate().as_str()[..8].to_owned()
-}
-
-#[async_trait]
-impl StateBackend for Hooked {
-    async fn admit(&self, r: AdmitRequest) -> Result<Admission, StateError> {
-        self.inner.admit(r).await
-    }
-    async fn renew(&self, l: &Lease, ttl: Duration) -> Result<Renewal, StateError> {
-        if self.renew_lost.load(std::sync::atomic::Ordering::SeqCst) {
-            return Ok(Renewal::Lost);
-        }
-        self.inner.renew(l, ttl).await
-    }
-    async fn finish(&self, l: &Lease) -> Result<Handoff, StateError> {
-        let hook = self.before_finish.lock().unwrap().take();
-        if let Some(hook) = hook {
-            hook.await;
-        }
-        let latency = *self.finish_latency.lock().unwrap();
-        if !latency.is_zero() {
-            tokio::time::sleep(latency).await;
-        }
-        self.inner.finish(l).await
-    }
-    async fn release(&self, l: &Lease, how: Release) -> Result<bool, StateError> {
-        self.inner.release(l, how).await
-    }
-    async fn unmark(&self, t: &ThreadRef, k: &DedupeKey) -> Result<bool, StateError> {
-        self.inner.unmark(t, k).await
-    }
-    async fn acquire_slot(
-        &self,
-        s: &ScopeKey,
-        t: &LeaseToken,
-        m: Option<usize>,
-        ttl: Duration,
-    ) -> Result<SlotGrant, StateError> {
-        self.inner.acquire_slot(s, t, m, ttl).await
-    }
-    async fn request_cancel(&self, r: CancelRequest) -> Result<CancelOutcome, StateError> {
-        self.inner.request_cancel(r).await
-    }
-    async fn sweep(&self, request: &chat_core::Sweep) -> Result<Vec<Recovered>, StateError> {
-        self.inner.sweep(request).await
-    }
-    async fn subscribe(&self, t: &ThreadRef, ttl: Duration) -> Result<(), StateError> {
-        self.inner.subscribe(t, ttl).await
-    }
-    async fn unsubscribe(&self, t: &ThreadRef) -> Result<bool, StateError> {
-        self.inner.unsubscribe(t).await
-    }
-    async fn is_subscribed(&self, t: &ThreadRef) -> Result<bool, StateError> {
-        self.inner.is_subscribed(t).await
-    }
-    async fn unsubscribe_tenant(
-        &self,
-        platform: chat_core::Platform,
-        tenant: &chat_core::TenantId,
-    ) -> Result<u64, StateError> {
-        self.inner.unsubscribe_tenant(platform, tenant).await
-    }
-    async fn health(&self) -> Result<(), StateError> {
-        self.inner.health().await
-    }
-    async fn busy_scopes(
-        &self,
-        f: &chat_core::ScopeFilter,
-        limit: usize,
-    ) -> Result<Vec<chat_core::ScopeView>, StateError> {
-        self.inner.busy_scopes(f, limit).await
-    }
-    async fn inspect_scope(
-        &self,
-        s: &ScopeKey,
-    ) -> Result<Option<chat_core::ScopeView>, StateError> {
-        self.inner.inspect_scope(s).await
-    }
-    async fn force_release(
-        &self,
-        s: &ScopeKey,
-        fence: u64,
-    ) -> Result<chat_core::ForceRelease, StateError> {
-        self.inner.force_release(s, fence).await
-    }
-    fn shared(&self) -> bool {
-        self.inner.shared()
-    }
-}
-
-#[async_trait::async_trait]
-impl chat_core::KvStore for Hooked {
-    async fn get(&self, key: &str) -> Result<Option<bytes::Bytes>, StateError> {
-        self.inner.get(key).await
-    }
-
-    async fn set(
-        &self,
-        key: &str,
-        value: bytes::Bytes,
-        ttl: Option<std::time::Duration>,
-        mode: chat_core::SetMode,
-    ) -> Result<bool, StateError> {
-        self.inner.set(key, value, ttl, mode).await
-    }
-
-    async fn delete(&self, key: &str) -> Result<bool, StateError> {
-        self.inner.delete(key).await
-    }
 }

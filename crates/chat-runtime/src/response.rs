@@ -1,4 +1,4 @@
-//! A delivery's HTTP answer, shared between the ack path (which must answer by
+//! A delivery's HTTP response, shared between the ack path (which must respond by
 //! `ack_timeout`) and an inline run (whose handler may answer the delivery
 //! itself with [`Ctx::reply`](crate::Ctx::reply)).
 
@@ -22,7 +22,7 @@ enum State {
 
 /// One delivery's answer. Cheap to clone.
 #[derive(Clone, Default)]
-pub(crate) struct Answer {
+pub(crate) struct DeliveryResponse {
     inner: Arc<Inner>,
 }
 
@@ -36,7 +36,7 @@ struct Inner {
     state: Mutex<State>,
 }
 
-impl Answer {
+impl DeliveryResponse {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.inner
             .state

@@ -1,0 +1,146 @@
+//! What only some platforms can do, one trait each. An adapter implements
+//! the ones its platform has and says so through
+//! [`PlatformAdapter`](super::PlatformAdapter)'s `as_*` accessors, so a bot
+//! knows at build time what it may call ([`Capabilities`](super::Capabilities)),
+//! and a call to a missing one is a typed
+//! [`AdapterError::Unsupported`] rather than a surprise at the platform.
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use crate::error::AdapterError;
+use crate::id::{TenantId, ThreadRef};
+use crate::outbound::{HistoryPage, MessageRef, OutboundMessage, UserInfo};
+use crate::view::View;
+
+/// Modal views opened, updated and pushed with an interaction's trigger.
+#[async_trait]
+pub trait Modals: Send + Sync {
+    /// Opens a modal with an interaction's `trigger` (its trigger
+    /// [`Handle`](crate::Handle)'s value; Slack's is valid about 3 s);
+    /// returns the view's id.
+    async fn open_modal(
+        &self,
+        tenant: &TenantId,
+        trigger: &str,
+        view: &View,
+    ) -> Result<String, AdapterError>;
+
+    /// Replaces the open view `view_id`.
+    async fn update_modal(
+        &self,
+        tenant: &TenantId,
+        view_id: &str,
+        view: &View,
+    ) -> Result<(), AdapterError>;
+
+    /// Pushes a view onto the open modal with a `trigger`; returns its id.
+    async fn push_modal(
+        &self,
+        tenant: &TenantId,
+        trigger: &str,
+        view: &View,
+    ) -> Result<String, AdapterError>;
+}
+
+/// Native streaming: a message (or a run of them) that grows as text is
+/// appended. Without it the runtime streams by one post and throttled edits.
+#[async_trait]
+pub trait Streams: Send + Sync {
+    /// Starts a stream in the thread with `text` (Markdown) as its first
+    /// content; `recipient` is the user the answer is for (Slack needs it
+    /// outside direct messages). Returns the stream's message.
+    ///
+    /// The platform's [`AdapterError::Api`] refusal (or
+    /// [`AdapterError::Unsupported`] for this thread) is not a failure of
+    /// the stream: the runtime then streams by one post and throttled edits.
+    async fn start_stream(
+        &self,
+        thread: &ThreadRef,
+        text: &str,
+        recipient: Option<&str>,
+    ) -> Result<MessageRef, AdapterError>;
+
+    /// Appends `text` (Markdown) to a stream [`start_stream`](Self::start_stream)
+    /// opened.
+    async fn append_stream(&self, stream: &MessageRef, text: &str) -> Result<(), AdapterError>;
+
+    /// Ends a stream; `full_text` is everything it carried, for a platform that
+    /// posts the final answer apart from what it showed while streaming.
+    async fn stop_stream(&self, stream: &MessageRef, full_text: &str) -> Result<(), AdapterError>;
+
+    /// How long a stream may stay open: the runtime stops it and goes on in a
+    /// new one before then (Slack expires a stream after about five
+    /// minutes). Default: no limit.
+    fn stream_lifetime(&self) -> Option<std::time::Duration> {
+        None
+    }
+}
+
+/// A thread's earlier messages.
+#[async_trait]
+pub trait History: Send + Sync {
+    /// One page of the thread's earlier messages, oldest first: the first page
+    /// with `cursor` `None`, the next with the previous page's
+    /// [`next`](HistoryPage::next); at most `limit` messages a page (the
+    /// platform may cap it lower).
+    async fn history(
+        &self,
+        thread: &ThreadRef,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<HistoryPage, AdapterError>;
+}
+
+/// Who a user is.
+#[async_trait]
+pub trait Users: Send + Sync {
+    /// Who user `id` of `tenant` is. Not cached by the adapter (the runtime
+    /// caches it).
+    async fn user(&self, tenant: &TenantId, id: &str) -> Result<UserInfo, AdapterError>;
+}
+
+/// Files uploaded into a thread.
+#[async_trait]
+pub trait Uploads: Send + Sync {
+    /// Uploads a file named `name` holding `content` into the thread, with
+    /// `comment` as its message; returns the platform's file id.
+    async fn upload(
+        &self,
+        thread: &ThreadRef,
+        name: &str,
+        content: Bytes,
+        comment: Option<&str>,
+    ) -> Result<String, AdapterError>;
+}
+
+/// Messages only one user sees.
+#[async_trait]
+pub trait Ephemeral: Send + Sync {
+    /// Posts a message only `user` sees, in the thread.
+    async fn post_ephemeral(
+        &self,
+        thread: &ThreadRef,
+        user: &str,
+        message: &OutboundMessage,
+    ) -> Result<(), AdapterError>;
+}
+
+/// A "working on it" status shown in a thread.
+#[async_trait]
+pub trait Status: Send + Sync {
+    /// Shows (or with `None` clears) the status in the thread.
+    async fn set_status(
+        &self,
+        thread: &ThreadRef,
+        status: Option<&str>,
+    ) -> Result<(), AdapterError>;
+}
+
+/// The bot's own reactions taken back.
+#[async_trait]
+pub trait Unreact: Send + Sync {
+    /// Removes the bot's reaction (emoji name without colons); a reaction that
+    /// is not there is success.
+    async fn unreact(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError>;
+}
