@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chat_runtime::{
-    BurstMode, BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions, Dispatch,
-    QueueOptions, RuntimeOptions, ShutdownMode,
+    AdmissionOptions, BurstMode, BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions,
+    Dispatch, DispatchOptions, LeaseOptions, QueueOptions, RecoveryOptions, RetentionOptions,
+    RuntimeOptions, ShutdownMode, TimeoutOptions,
 };
 use clap::{Parser, ValueEnum};
 
@@ -310,30 +311,42 @@ impl Args {
                 Concurrency::Concurrent(c)
             }
         };
-        RuntimeOptions {
-            dispatch: match self.dispatch {
-                DispatchArg::Sync => Dispatch::Sync,
-                DispatchArg::Deferred => Dispatch::Deferred,
-            },
-            concurrency,
-            detach_timeout: ms(self.detach_timeout_ms),
-            max_detached: self.max_detached,
-            max_detached_per_tenant: self.max_detached_per_tenant,
-            max_inline: self.max_inline,
-            max_inline_per_tenant: self.max_inline_per_tenant,
-            lock_ttl: ms(self.lock_ttl_ms),
-            ack_timeout: ms(self.ack_timeout_ms),
-            body_timeout: ms(self.body_timeout_ms),
-            subscription_ttl: ms(self.subscription_ttl_ms),
-            sweep_interval: (self.sweep_interval_ms > 0).then(|| ms(self.sweep_interval_ms)),
-            state_retry: ms(self.state_retry_ms),
-            max_attempts: self.max_attempts,
-            shutdown: match self.shutdown {
-                ShutdownArg::Drain => ShutdownMode::Drain,
-                ShutdownArg::Cancel => ShutdownMode::Cancel,
-            },
-            ..RuntimeOptions::default()
-        }
+        RuntimeOptions::default()
+            .dispatch(
+                DispatchOptions::default()
+                    .mode(match self.dispatch {
+                        DispatchArg::Sync => Dispatch::Sync,
+                        DispatchArg::Deferred => Dispatch::Deferred,
+                    })
+                    .detach_timeout(ms(self.detach_timeout_ms)),
+            )
+            .concurrency(concurrency)
+            .admission(
+                AdmissionOptions::default()
+                    .max_detached(self.max_detached)
+                    .max_detached_per_tenant(self.max_detached_per_tenant)
+                    .max_inline(self.max_inline)
+                    .max_inline_per_tenant(self.max_inline_per_tenant),
+            )
+            .leases(LeaseOptions::default().ttl(ms(self.lock_ttl_ms)))
+            .timeouts(
+                TimeoutOptions::default()
+                    .ack(ms(self.ack_timeout_ms))
+                    .body(ms(self.body_timeout_ms))
+                    .state_retry(ms(self.state_retry_ms)),
+            )
+            .retention(RetentionOptions::default().subscription_ttl(ms(self.subscription_ttl_ms)))
+            .recovery(
+                RecoveryOptions::default()
+                    .sweep_interval(
+                        (self.sweep_interval_ms > 0).then(|| ms(self.sweep_interval_ms)),
+                    )
+                    .max_attempts(self.max_attempts)
+                    .shutdown(match self.shutdown {
+                        ShutdownArg::Drain => ShutdownMode::Drain,
+                        ShutdownArg::Cancel => ShutdownMode::Cancel,
+                    }),
+            )
     }
 }
 
@@ -355,8 +368,8 @@ mod tests {
             "9000",
         ]);
         let o = args.runtime_options();
-        assert_eq!(o.dispatch, Dispatch::Deferred);
-        assert_eq!(o.lock_ttl, Duration::from_secs(9));
+        assert_eq!(o.dispatch.mode, Dispatch::Deferred);
+        assert_eq!(o.leases.ttl, Duration::from_secs(9));
         match o.concurrency {
             Concurrency::Burst(b) => {
                 assert_eq!(b.mode, BurstMode::Each);

@@ -118,7 +118,7 @@
 //! ```no_run
 //! use std::time::Duration;
 //! use chat_linear::LinearAdapter;
-//! use chat_runtime::{Bot, BoxError, Concurrency, Ctx, Dispatch, Event, RuntimeOptions};
+//! use chat_runtime::{Bot, BoxError, Concurrency, Ctx, DispatchOptions, Event, RuntimeOptions};
 //! use chat_state_memory::MemoryState;
 //!
 //! #[tokio::main]
@@ -141,12 +141,11 @@
 //!     let bot = Bot::builder()
 //!         .state(MemoryState::new())
 //!         .adapter(linear)
-//!         .options(RuntimeOptions {
-//!             dispatch: Dispatch::Deferred,
-//!             detach_timeout: Duration::from_secs(600),
-//!             concurrency: Concurrency::queue(),
-//!             ..RuntimeOptions::default()
-//!         })
+//!         .options(
+//!             RuntimeOptions::default()
+//!                 .dispatch(DispatchOptions::deferred(Duration::from_secs(600)))
+//!                 .concurrency(Concurrency::queue()),
+//!         )
 //!         .on(chat_linear::routes::agent_session_created(), on_session.clone())
 //!         .on(chat_linear::routes::agent_session_prompted(), on_session)
 //!         .build()?;

@@ -17,7 +17,7 @@ use chat_linear::{
     BuildError, ClientAuth, LinearAdapter, LinearOAuth, LinearOAuthProvider, signature,
 };
 use chat_runtime::{
-    Bot, BoxError, Concurrency, Ctx, Dispatch, Event, Outcome, OutcomeRecord, RuntimeOptions,
+    Bot, BoxError, Concurrency, Ctx, DispatchOptions, Event, Outcome, OutcomeRecord, RuntimeOptions,
 };
 use chat_state_memory::MemoryState;
 use chat_testkit::{FakeLinear, FakeLinearOAuth, FlakyInstallations, LinearOrganization};
@@ -110,12 +110,11 @@ async fn world() -> World {
     let bot = Bot::builder()
         .state_arc(state.clone())
         .adapter(linear)
-        .options(RuntimeOptions {
-            dispatch: Dispatch::Deferred,
-            detach_timeout: Duration::from_secs(30),
-            concurrency: Concurrency::queue(),
-            ..RuntimeOptions::default()
-        })
+        .options(
+            RuntimeOptions::default()
+                .dispatch(DispatchOptions::deferred(Duration::from_secs(30)))
+                .concurrency(Concurrency::queue()),
+        )
         .observer(move |r: &OutcomeRecord| recorded.0.lock().unwrap().push(r.clone()))
         .on(
             chat_linear::routes::agent_session_created(),

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chat_linear::LinearAdapter;
-use chat_runtime::{Bot, BoxError, CancelCause, Concurrency, Ctx, Dispatch, Event, RuntimeOptions};
+use chat_runtime::{
+    Bot, BoxError, CancelCause, Concurrency, Ctx, DispatchOptions, Event, RuntimeOptions,
+};
 use chat_state_memory::MemoryState;
 use chat_testkit::FakeLinear;
 use common::{ISSUE, USER, body, payloads, request};
@@ -123,12 +125,11 @@ async fn agent(
     let bot = Bot::builder()
         .state(MemoryState::new())
         .adapter(linear)
-        .options(RuntimeOptions {
-            dispatch: Dispatch::Deferred,
-            detach_timeout: Duration::from_secs(60),
-            concurrency: Concurrency::queue(),
-            ..RuntimeOptions::default()
-        })
+        .options(
+            RuntimeOptions::default()
+                .dispatch(DispatchOptions::deferred(Duration::from_secs(60)))
+                .concurrency(Concurrency::queue()),
+        )
         .on(
             chat_linear::routes::agent_session_created(),
             handler(log.clone(), started.clone()),

@@ -12,7 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use chat_core::{Concurrency, Event, ScopeFilter};
 use chat_ops::Inspector;
-use chat_runtime::{Bot, Ctx, Dispatch, Outcome, OutcomeRecord, RuntimeOptions};
+use chat_runtime::{Bot, Ctx, DispatchOptions, Outcome, OutcomeRecord, RuntimeOptions};
 use chat_state_memory::MemoryState;
 use chat_testkit::ScriptedAdapter;
 use http::{Request, StatusCode, header};
@@ -80,12 +80,11 @@ fn bot_on(
     let bot = Bot::builder()
         .state_arc(state)
         .adapter(adapter.clone())
-        .options(RuntimeOptions {
-            dispatch: Dispatch::Deferred,
-            concurrency: Concurrency::queue(),
-            detach_timeout: Duration::from_secs(60),
-            ..RuntimeOptions::default()
-        })
+        .options(
+            RuntimeOptions::default()
+                .dispatch(DispatchOptions::deferred(Duration::from_secs(60)))
+                .concurrency(Concurrency::queue()),
+        )
         .observer(move |r: &OutcomeRecord| {
             seen.lock()
                 .unwrap_or_else(|e| e.into_inner())

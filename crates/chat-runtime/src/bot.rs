@@ -79,7 +79,7 @@ impl Bot {
     /// authenticated it — to the adapter named `adapter`, which owns its
     /// platform: the same path as a webhook's after `parse` (resolve,
     /// dedupe and admission, the strategy, the run, durability). Returns
-    /// within `ack_timeout` the [`Verdict`](chat_core::Verdict) the feed
+    /// within `timeouts.ack` the [`Verdict`](chat_core::Verdict) the feed
     /// acknowledges by its protocol (past it, `Working` for an admitted event
     /// still running). An unknown adapter name is `Rejected`.
     pub async fn deliver(&self, adapter: &str, event: chat_core::Event) -> chat_core::Verdict {
@@ -155,7 +155,7 @@ impl Bot {
     pub fn in_flight(&self) -> usize {
         self.shared
             .admission()
-            .in_use(self.shared.options().max_detached)
+            .in_use(self.shared.options().admission.max_detached)
     }
 
     /// Waits, up to `timeout`, until no delivery or detached work is in progress,
@@ -209,7 +209,7 @@ impl Bot {
         let end = start + deadline;
         shared.signals().close();
         shared.tracker().close();
-        let drain_end = match shared.options().shutdown {
+        let drain_end = match shared.options().recovery.shutdown {
             crate::ShutdownMode::Cancel => start,
             _ => start + deadline.mul_f64(0.8),
         };
@@ -507,7 +507,7 @@ impl BotBuilder {
             handlers.pattern.push((re, h));
         }
         let options = self.options;
-        let tenant_label = options.metrics_tenant_label;
+        let tenant_label = options.telemetry.tenant_label;
         let bot = Bot {
             shared: Arc::new(Shared::new(
                 state,

@@ -13,7 +13,7 @@ pub enum CancelCause {
     /// lease expired, or the max lock lifetime passed). Someone else may own the
     /// scope now: stop.
     Preempted,
-    /// The budget ([`RuntimeOptions::detach_timeout`](crate::RuntimeOptions::detach_timeout)) ran out.
+    /// The budget ([`DispatchOptions::detach_timeout`](crate::DispatchOptions::detach_timeout)) ran out.
     DeadlineExceeded,
     /// The runtime is shutting down.
     Shutdown,

@@ -16,7 +16,7 @@ use crate::thread::{Posts, Replies, Thread};
 /// The context of one handler run. Cheap to clone.
 #[derive(Clone)]
 pub struct Ctx {
-    inner: Arc<CtxInner>,
+    inner: Arc<CtxParts>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -34,25 +34,7 @@ impl std::fmt::Debug for Ctx {
     }
 }
 
-struct CtxInner {
-    state: Arc<dyn StateBackend>,
-    adapter: Arc<dyn PlatformAdapter>,
-    event: Arc<Event>,
-    skipped: Vec<Arc<Event>>,
-    deadline: Option<Instant>,
-    cancel: Cancel,
-    fence: Option<u64>,
-    attempt: u32,
-    lease: Option<Arc<LeaseState>>,
-    posts: Arc<Posts>,
-    posted: Arc<AtomicBool>,
-    response: Option<crate::response::DeliveryResponse>,
-    data: AppData,
-    subscription_ttl: std::time::Duration,
-    user_ttl: std::time::Duration,
-    tracker: tokio_util::task::TaskTracker,
-}
-
+/// Everything a run's [`Ctx`] holds, filled in by the run that makes it.
 pub(crate) struct CtxParts {
     pub(crate) state: Arc<dyn StateBackend>,
     pub(crate) adapter: Arc<dyn PlatformAdapter>,
@@ -75,26 +57,9 @@ pub(crate) struct CtxParts {
 }
 
 impl Ctx {
-    pub(crate) fn new(p: CtxParts) -> Self {
+    pub(crate) fn new(parts: CtxParts) -> Self {
         Self {
-            inner: Arc::new(CtxInner {
-                state: p.state,
-                adapter: p.adapter,
-                event: p.event,
-                skipped: p.skipped,
-                deadline: p.deadline,
-                cancel: p.cancel,
-                fence: p.fence,
-                attempt: p.attempt,
-                lease: p.lease,
-                posts: p.posts,
-                posted: p.posted,
-                response: p.response,
-                data: p.data,
-                subscription_ttl: p.subscription_ttl,
-                user_ttl: p.user_ttl,
-                tracker: p.tracker,
-            }),
+            inner: Arc::new(parts),
         }
     }
 
@@ -199,7 +164,7 @@ impl Ctx {
 
     /// Subscribes the bot to this thread: later plain messages in it go to the
     /// subscribed-message handler. The subscription lasts
-    /// [`subscription_ttl`](crate::RuntimeOptions::subscription_ttl) and every
+    /// [`subscription_ttl`](crate::RetentionOptions::subscription_ttl) and every
     /// later event of the thread renews it.
     pub async fn subscribe(&self) -> Result<(), StateError> {
         self.inner
@@ -272,7 +237,7 @@ impl Ctx {
     ///
     /// A run before the acknowledgement (sync dispatch, inline interactions)
     /// answers in the HTTP response. When that response has already gone out —
-    /// the run outlasted `ack_timeout`, or ran detached — the reply is sent
+    /// the run outlasted `timeouts.ack`, or ran detached — the reply is sent
     /// later instead, through the interaction's follow-up handle
     /// ([`Webhook::reply_later`](chat_core::Webhook::reply_later)), in the background (a task shutdown
     /// waits for); a failure is logged.
@@ -301,7 +266,7 @@ impl Ctx {
     ///
     /// The answer goes in the HTTP response when that is still open (a run
     /// before the acknowledgement); otherwise — a detached run, or one that
-    /// outlasted `ack_timeout` — through the interaction's follow-up handle,
+    /// outlasted `timeouts.ack` — through the interaction's follow-up handle,
     /// awaited and bounded by the run's deadline, so a failure reaches the
     /// handler instead of being dropped.
     ///

@@ -21,7 +21,7 @@ use crate::retry::repeat;
 use crate::router::Plan;
 use crate::shared::Shared;
 use crate::slots::SlotWait;
-use crate::work::Work;
+use crate::work::RunItem;
 
 /// Runs the ack path on a task of its own, so a client that hangs up mid-way
 /// cannot abandon an event between its admission and its hand-off to a handler.
@@ -40,11 +40,12 @@ pub(crate) async fn deliver_detached(
     let task = shared.tracker().spawn(async move {
         deliver(&task_inner, &task_adapter, &parts, body, &task_answer).await
     });
-    // The platform must hear back inside its deadline. Past `ack_timeout` it is
+    // The platform must hear back inside its deadline. Past `timeouts.ack` it is
     // told to retry (or, for what it never retries, that the answer will
     // follow), while the delivery goes on: whatever `admit` decided still
     // happens (a handler that got the lease runs; the retry is then a duplicate).
-    let (response, verdict) = match tokio::time::timeout(shared.options().ack_timeout, task).await {
+    let (response, verdict) = match tokio::time::timeout(shared.options().timeouts.ack, task).await
+    {
         Ok(Ok(response)) => (response, answer.verdict().unwrap_or("accepted")),
         Ok(Err(e)) => {
             tracing::error!(error = %e, "delivery task failed");
@@ -203,7 +204,7 @@ async fn deliver_event(
 /// The entry below HTTP: an event a socket feed (Slack Socket Mode, a
 /// gateway) received and authenticated itself goes the way of a webhook's —
 /// resolve, dedupe and admission, the strategy, the run — on a task of its
-/// own, and the verdict comes back within `ack_timeout` for the feed to
+/// own, and the verdict comes back within `timeouts.ack` for the feed to
 /// acknowledge as its protocol says (past it: `Working` for an admitted
 /// event still running, else `AtCapacity`).
 pub(crate) async fn deliver_event_detached(
@@ -221,7 +222,7 @@ pub(crate) async fn deliver_event_detached(
             .await
             .1
     });
-    let verdict = match tokio::time::timeout(shared.options().ack_timeout, task).await {
+    let verdict = match tokio::time::timeout(shared.options().timeouts.ack, task).await {
         Ok(Ok(verdict)) => verdict,
         Ok(Err(e)) => {
             tracing::error!(error = %e, "delivery task failed");
@@ -235,7 +236,7 @@ pub(crate) async fn deliver_event_detached(
 
 /// The scope `event` is serialized on.
 pub(crate) fn scope_of(shared: &Shared, adapter: &dyn PlatformAdapter, event: &Event) -> ScopeKey {
-    match &shared.options().lock_scope {
+    match &shared.options().leases.scope {
         LockScope::Thread => event.thread.thread_scope(),
         LockScope::Channel => event.thread.channel_scope(),
         LockScope::Function(f) => match f(event) {
@@ -257,10 +258,11 @@ async fn stop(
     let scope = scope_of(shared, adapter.as_ref(), event);
     let ttl = shared
         .options()
+        .retention
         .dedupe_ttl
         .unwrap_or_else(|| adapter.dedupe_ttl());
     let req = CancelRequest::new(event, scope.clone()).dedupe_ttl(ttl);
-    let until = Instant::now() + shared.options().ack_timeout;
+    let until = Instant::now() + shared.options().timeouts.ack;
     let answer = repeat("request_cancel", until, || {
         shared.state().request_cancel(req.clone())
     })
@@ -331,11 +333,11 @@ async fn admit(
             .event(event, Outcome::Rejected, "shutting-down");
         return Verdict::AtCapacity;
     }
-    let admitted = shared.options().dispatch == Dispatch::Deferred;
+    let admitted = shared.options().dispatch.mode == Dispatch::Deferred;
     // Interactions that are answered in the HTTP response itself (a slash
     // command's text, a modal's response_action) run before the acknowledgement
     // even under deferred dispatch, unless the options say otherwise.
-    let inline = shared.options().inline_interactions
+    let inline = shared.options().dispatch.inline_interactions
         && matches!(
             event.kind,
             EventKind::SlashCommand(_) | EventKind::ModalSubmit(_) | EventKind::ModalClose(_)
@@ -369,16 +371,17 @@ async fn admit(
         .dedupe_ttl(
             shared
                 .options()
+                .retention
                 .dedupe_ttl
                 .unwrap_or_else(|| adapter.dedupe_ttl()),
         )
-        .lease_ttl(shared.options().lock_ttl)
-        .subscription_ttl(shared.options().subscription_ttl);
+        .lease_ttl(shared.options().leases.ttl)
+        .subscription_ttl(shared.options().retention.subscription_ttl);
     let id = req.id.clone();
     // An admit whose reply is lost may have run: it is repeated, with the same
     // id, until it answers. Meanwhile the platform has been told to retry (at
-    // `ack_timeout`); whichever comes first runs the event, once.
-    let until = accepted_at + shared.options().state_retry;
+    // `timeouts.ack`); whichever comes first runs the event, once.
+    let until = accepted_at + shared.options().timeouts.state_retry;
     let (admission, sent) = match repeat("admit", until, || shared.state().admit(req.clone())).await
     {
         Ok(a) => a,
@@ -394,10 +397,10 @@ async fn admit(
             return Verdict::Failed;
         }
     };
-    let deadline = deferred.then(|| accepted_at + shared.options().detach_timeout);
+    let deadline = deferred.then(|| accepted_at + shared.options().dispatch.detach_timeout);
     let posted = Arc::new(AtomicBool::new(false));
     answer.admitted();
-    let work = Work {
+    let work = RunItem {
         event: Arc::clone(event),
         skipped: Vec::new(),
         deadline,
@@ -464,7 +467,7 @@ async fn decide(
     event: &Arc<Event>,
     decision: Decision,
     a: Admitted<'_>,
-    work: Work,
+    work: RunItem,
 ) -> Verdict {
     let shared = &holder.shared;
     match decision {
@@ -522,7 +525,7 @@ async fn decide(
                 holder.spawn_slot_waiter(a.scope.clone(), a.id, work, a.permit);
                 return Verdict::Accepted;
             }
-            let until = a.accepted_at + shared.options().sync_slot_wait;
+            let until = a.accepted_at + shared.options().timeouts.sync_slot_wait;
             match holder.wait_for_slot_sync(a.scope, &a.id, until).await {
                 SlotWait::Granted(lease, at) => {
                     sync_verdict(shared, event, holder.run_sync(lease, at, work).await).await

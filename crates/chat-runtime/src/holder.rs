@@ -20,14 +20,14 @@ use crate::admission::Permit;
 use crate::keeper::{Keeper, KeeperConfig};
 use crate::outcome::{Outcome, OutcomeRecord, Records};
 use crate::retry::repeat;
-use crate::run::{End, run};
+use crate::run::{RunEnd, run};
 use crate::shared::Shared;
-use crate::work::{Held, Work};
+use crate::work::{HeldLease, RunItem};
 
 /// What a holder does after acknowledging its batch.
-enum Next {
+enum AfterBatch {
     /// Run these, then acknowledge them (recording these outcomes too).
-    Batch(Vec<Work>, Records),
+    Batch(Vec<RunItem>, Records),
     /// Entries wait that are not ready: look again after this.
     Wait(Duration),
     /// The scope is released, or no longer this holder's.
@@ -57,26 +57,26 @@ impl Holder {
 
     /// Starts holding `lease`, granted (or extended) by a call sent at
     /// `confirmed_at`.
-    pub(crate) fn take(&self, lease: Lease, confirmed_at: Instant) -> Held {
+    pub(crate) fn take(&self, lease: Lease, confirmed_at: Instant) -> HeldLease {
         let keeper = Keeper::spawn(
             Arc::clone(self.shared.state()),
             lease.clone(),
             confirmed_at,
             &KeeperConfig {
-                ttl: self.shared.options().lock_ttl,
-                max_lifetime: self.shared.options().max_lock_lifetime,
+                ttl: self.shared.options().leases.ttl,
+                max_lifetime: self.shared.options().leases.max_lifetime,
             },
             self.shared.signals().abandon().clone(),
         );
         self.shared.hold(&lease);
-        Held {
+        HeldLease {
             lease,
             keeper,
             seen_cancels: Arc::default(),
         }
     }
 
-    async fn let_go(&self, held: Held) {
+    async fn let_go(&self, held: HeldLease) {
         self.shared.unhold(&held.lease);
         held.keeper.stop().await;
     }
@@ -88,7 +88,7 @@ impl Holder {
         &self,
         lease: Lease,
         confirmed_at: Instant,
-        first: Option<Work>,
+        first: Option<RunItem>,
         permit: Option<Permit>,
     ) {
         let this = self.clone();
@@ -101,21 +101,27 @@ impl Holder {
     }
 
     /// The holder loop.
-    pub(crate) async fn hold(&self, mut held: Held, mut works: Vec<Work>, mut records: Records) {
+    pub(crate) async fn hold(
+        &self,
+        mut held: HeldLease,
+        mut items: Vec<RunItem>,
+        mut records: Records,
+    ) {
         loop {
-            for mut work in works {
+            for mut work in items {
                 if self.each() {
                     // Each member of a burst-each batch has its own full budget,
                     // from when it starts.
-                    work.deadline = Some(Instant::now() + self.shared.options().detach_timeout);
+                    work.deadline =
+                        Some(Instant::now() + self.shared.options().dispatch.detach_timeout);
                 }
                 match run(&self.shared, &self.adapter, work, Some(&held)).await {
-                    End::Done(record) => records.push(record),
-                    End::Lost => {
+                    RunEnd::Done(record) => records.push(record),
+                    RunEnd::Lost => {
                         records.discard();
                         return self.let_go(held).await;
                     }
-                    End::HandBack => {
+                    RunEnd::HandBack => {
                         records.discard();
                         self.release(&held.lease, Release::HandBack).await;
                         return self.let_go(held).await;
@@ -132,18 +138,18 @@ impl Holder {
                 return self.let_go(held).await;
             }
             match self.acknowledge(&mut held, records).await {
-                Next::Batch(next, next_records) => {
-                    works = next;
+                AfterBatch::Batch(next, next_records) => {
+                    items = next;
                     records = next_records;
                 }
-                Next::Wait(d) => {
-                    works = Vec::new();
+                AfterBatch::Wait(d) => {
+                    items = Vec::new();
                     records = Records::default();
                     if !self.wait(&held, d).await {
                         return self.let_go(held).await;
                     }
                 }
-                Next::Done => return self.let_go(held).await,
+                AfterBatch::Done => return self.let_go(held).await,
             }
         }
     }
@@ -151,7 +157,7 @@ impl Holder {
     /// Acknowledges the held batch with `finish` and takes what it hands over;
     /// the batch's outcomes are recorded once the acknowledgement landed, and
     /// discarded when the batch is another holder's now.
-    async fn acknowledge(&self, held: &mut Held, records: Records) -> Next {
+    async fn acknowledge(&self, held: &mut HeldLease, records: Records) -> AfterBatch {
         let answer = self.finish(&held.lease).await;
         if held.lease.kind() == chat_core::LeaseKind::Slot {
             self.shared.slot_freed().notify_waiters();
@@ -162,23 +168,23 @@ impl Holder {
                 held.next_batch(batch.seq, sent);
                 self.shared.hold(&held.lease);
                 let mut next = Records::default();
-                let works = self.plan(batch, &mut next);
-                Next::Batch(works, next)
+                let items = self.plan(batch, &mut next);
+                AfterBatch::Batch(items, next)
             }
             Ok((Handoff::Wait(d), sent)) => {
                 records.commit(self.shared.recorder());
                 held.keeper.extended(sent);
-                Next::Wait(d)
+                AfterBatch::Wait(d)
             }
             Ok((Handoff::Released, _)) => {
                 records.commit(self.shared.recorder());
-                Next::Done
+                AfterBatch::Done
             }
             Ok(_) | Err(_) => {
                 // Lost, or never learned: the batch is (or will be) the next
                 // holder's, who runs it again.
                 records.discard();
-                Next::Done
+                AfterBatch::Done
             }
         }
     }
@@ -190,6 +196,7 @@ impl Holder {
         let retry = self
             .shared
             .options()
+            .timeouts
             .state_retry
             .min(Duration::from_secs(50));
         let until = Instant::now() + retry;
@@ -215,7 +222,7 @@ impl Holder {
 
     /// Waits `d` while keeping the lease. Returns false if the lease was lost or
     /// shutdown started (the scope was then given up).
-    async fn wait(&self, held: &Held, d: Duration) -> bool {
+    async fn wait(&self, held: &HeldLease, d: Duration) -> bool {
         let d = match self.concurrency {
             // A burst batch can seal early at `max_batch` on another replica too:
             // look again a few times per window.
@@ -251,7 +258,7 @@ impl Holder {
     /// (each `Superseded`); under burst-each every member runs in join order. A
     /// batch whose holders lapsed `max_attempts` times is abandoned: each of its
     /// events is recorded `Failed`.
-    pub(crate) fn plan(&self, batch: Batch, records: &mut Records) -> Vec<Work> {
+    pub(crate) fn plan(&self, batch: Batch, records: &mut Records) -> Vec<RunItem> {
         for report in &batch.reports {
             let (outcome, reason) = match report.fate {
                 Fate::Evicted => (Outcome::Dropped, "evicted"),
@@ -271,14 +278,14 @@ impl Holder {
                 ended_at: None,
             });
         }
-        if batch.lapses >= self.shared.options().max_attempts {
+        if batch.lapses >= self.shared.options().recovery.max_attempts {
             for w in &batch.entries {
                 tracing::error!(event_id = %w.event.id, attempts = batch.attempt - 1, "abandoned after its holders lapsed max_attempts times");
                 records.event(&w.event, Outcome::Failed, "abandoned");
             }
             return Vec::new();
         }
-        let detach = self.shared.options().detach_timeout;
+        let detach = self.shared.options().dispatch.detach_timeout;
         let now = Instant::now();
         let each = self.each();
         let mut live: Vec<Waiting> = Vec::with_capacity(batch.entries.len());
@@ -295,7 +302,7 @@ impl Holder {
         if each {
             return live
                 .into_iter()
-                .map(|w| Work::handed(w.event, Vec::new(), None, attempt))
+                .map(|w| RunItem::handed(w.event, Vec::new(), None, attempt))
                 .collect();
         }
         let Some(newest) = live.pop() else {
@@ -312,7 +319,7 @@ impl Holder {
             attempt,
         );
         let deadline = (!detach.is_zero()).then(|| now + detach.saturating_sub(newest.waited));
-        vec![Work::handed(
+        vec![RunItem::handed(
             newest.event,
             live.into_iter().map(|w| w.event).collect(),
             deadline,
@@ -327,7 +334,7 @@ impl Holder {
     ///
     /// A run cut short (its lease lost, or shutdown) is never dropped while it
     /// may have been acknowledged: the platform may have been answered already
-    /// (`ack_timeout` passed: a slash command heard "the answer will follow",
+    /// (`timeouts.ack` passed: a slash command heard "the answer will follow",
     /// an event's retry was a duplicate), and some kinds are never retried.
     /// It stays in the backend's care — in flight, or handed back — and runs
     /// again under the scope's next holder (`ctx.attempt()` > 1), as under
@@ -338,38 +345,38 @@ impl Holder {
         &self,
         lease: Lease,
         confirmed_at: Instant,
-        work: Work,
+        work: RunItem,
     ) -> SyncEnd {
         let answer = work.response.clone();
         let event = Arc::clone(&work.event);
         let mut held = self.take(lease, confirmed_at);
         match run(&self.shared, &self.adapter, work, Some(&held)).await {
-            End::Done(record) => {
+            RunEnd::Done(record) => {
                 let outcome = record.outcome;
                 let mut records = Records::default();
                 records.push(record);
                 match self.acknowledge(&mut held, records).await {
-                    Next::Batch(works, next) => self.detach_bounded(held, works, next).await,
-                    Next::Wait(_) => {
+                    AfterBatch::Batch(items, next) => self.detach_bounded(held, items, next).await,
+                    AfterBatch::Wait(_) => {
                         self.detach_bounded(held, Vec::new(), Records::default())
                             .await;
                     }
-                    Next::Done => self.let_go(held).await,
+                    AfterBatch::Done => self.let_go(held).await,
                 }
                 SyncEnd::Ran(outcome)
             }
-            End::Lost => {
+            RunEnd::Lost => {
                 // The lease lapsed: the batch is in flight for the next holder
                 // (here or elsewhere), which runs it again.
                 self.let_go(held).await;
                 SyncEnd::Continues
             }
-            End::HandBack if self.shared.state().shared() => {
+            RunEnd::HandBack if self.shared.state().shared() => {
                 self.release(&held.lease, Release::HandBack).await;
                 self.let_go(held).await;
                 SyncEnd::Continues
             }
-            End::HandBack => {
+            RunEnd::HandBack => {
                 // Shutting down with a backend nobody else reads: the platform
                 // is the only one left to carry the event.
                 let dropped = self.release(&held.lease, Release::Done).await;
@@ -400,7 +407,7 @@ impl Holder {
     /// `max_detached` for its tenant; without one, the handed-over batch is
     /// handed back in flight, for a sweep with room (here or on another
     /// replica) to run.
-    async fn detach_bounded(&self, held: Held, works: Vec<Work>, records: Records) {
+    async fn detach_bounded(&self, held: HeldLease, items: Vec<RunItem>, records: Records) {
         match self
             .shared
             .admission()
@@ -409,7 +416,7 @@ impl Holder {
             Some(permit) => {
                 let this = self.clone();
                 self.shared.tracker().spawn(async move {
-                    this.hold(held, works, records).await;
+                    this.hold(held, items, records).await;
                     drop(permit);
                 });
             }

@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use chat_runtime::{Bot, Concurrency, Ctx, Dispatch, Event, RuntimeOptions};
+//! use chat_runtime::{Bot, Concurrency, Ctx, DispatchOptions, Event, RuntimeOptions};
 //! use chat_state_memory::MemoryState;
 //! use chat_testkit::ScriptedAdapter;
 //!
@@ -28,12 +28,11 @@
 //! let bot = Bot::builder()
 //!     .state(MemoryState::new())
 //!     .adapter(adapter.clone())
-//!     .options(RuntimeOptions {
-//!         dispatch: Dispatch::Deferred,
-//!         detach_timeout: Duration::from_secs(60),
-//!         concurrency: Concurrency::queue(),
-//!         ..RuntimeOptions::default()
-//!     })
+//!     .options(
+//!         RuntimeOptions::default()
+//!             .dispatch(DispatchOptions::deferred(Duration::from_secs(60)))
+//!             .concurrency(Concurrency::queue()),
+//!     )
 //!     .on_new_mention(on_mention)
 //!     .on_subscribed_message(on_mention)
 //!     .build()?;
@@ -60,6 +59,24 @@
 //! touched), one `admit` round trip, then the adapter's answer for the verdict.
 //! Under sync dispatch the handler runs before the answer; under deferred dispatch
 //! it is spawned as the answer is produced.
+//!
+//! ## Inside the runtime
+//!
+//! For a reader of the source, the path of one delivery through the modules:
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | `webhook` | the `tower::Service` per adapter: body cap and timeout, then `dispatch` |
+//! | `dispatch` | the ack path: verify, parse, route once, in-process admission, one `admit`, the response |
+//! | `admission` | the in-process caps (`max_detached`, `max_inline`, per tenant) as permits |
+//! | `holder` | a `Holder` holds a scope's lease as a `HeldLease`: it runs the batch, acknowledges it with `finish`, and takes the next (`AfterBatch`) until the scope is released |
+//! | `work` | `RunItem` (one event to run, with its deadline, attempt and routed handler) and `HeldLease` (the lease, its keeper and the stop requests seen) |
+//! | `run` | one handler run: builds its `Ctx`, races it against lease loss, deadline, shutdown and stop requests, and says how it ended (`RunEnd`) |
+//! | `keeper` | renews a held lease every third of its TTL and tells the run when it is lost |
+//! | `slots` | `Concurrent{max}`: waiting for and holding a slot instead of the scope's lease |
+//! | `sweep` | the recovery sweep: work whose holder is gone, claimed and run here |
+//! | `shared` | `Shared`, what every part of one bot reads: options, state, adapters, handlers, recorder, caps, task tracker and shutdown signals |
+//! | `ctx`, `thread`, `response` | what a handler gets: the context, the thread handle, the delivery's pending response |
 //!
 //! ## Outcomes
 //!
@@ -106,7 +123,9 @@ pub use chat_core::{
 pub use ctx::{Ctx, Replied};
 pub use handler::{Handler, HandlerFuture};
 pub use options::{
-    BuildError, Dispatch, LockScope, MAX_DURATION, RuntimeOptions, ScopeChoice, ShutdownMode,
+    AdmissionOptions, BuildError, Dispatch, DispatchOptions, LeaseOptions, LockScope, MAX_DURATION,
+    RecoveryOptions, RetentionOptions, RuntimeOptions, ScopeChoice, ShutdownMode, TelemetryOptions,
+    TimeoutOptions,
 };
 pub use outcome::{Observer, Outcome, OutcomeRecord, RECENT_OUTCOMES};
 pub use signal::shutdown_signal;

@@ -1,5 +1,5 @@
 //! A delivery's HTTP response, shared between the ack path (which must respond by
-//! `ack_timeout`) and an inline run (whose handler may answer the delivery
+//! `timeouts.ack`) and an inline run (whose handler may answer the delivery
 //! itself with [`Ctx::reply`](crate::Ctx::reply)).
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -14,7 +14,7 @@ enum State {
     Replied(Reply),
     /// The run was cut short with nobody else to run it, and its event given
     /// back to the platform: the answer says so ([`Verdict::Failed`]), at
-    /// `ack_timeout` too.
+    /// `timeouts.ack` too.
     GivenBack,
     /// The HTTP answer went out: a reply now goes out later.
     Sent,
@@ -81,7 +81,7 @@ impl DeliveryResponse {
 
     /// A run cut short (shutdown) that nobody else can run: its event is given
     /// back to the platform if the answer has not gone out yet, and then the
-    /// answer is [`Verdict::Failed`] whenever it goes (also at `ack_timeout`).
+    /// answer is [`Verdict::Failed`] whenever it goes (also at `timeouts.ack`).
     /// Returns `false` when the answer had already gone out.
     pub(crate) fn give_back(&self) -> bool {
         let mut state = self.state();
@@ -105,7 +105,7 @@ impl DeliveryResponse {
         }
     }
 
-    /// `ack_timeout` passed first: a reply already given goes out now; an
+    /// `timeouts.ack` passed first: a reply already given goes out now; an
     /// admitted event still running is `Working`; anything else is told to
     /// retry.
     pub(crate) fn timed_out(&self) -> Verdict {

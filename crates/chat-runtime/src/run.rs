@@ -17,10 +17,10 @@ use crate::handler::SharedHandler;
 use crate::outcome::{Outcome, OutcomeRecord};
 use crate::shared::{RunHandle, Shared};
 use crate::thread::Posts;
-use crate::work::{Held, Work};
+use crate::work::{HeldLease, RunItem};
 
 /// How a run ended, for its holder.
-pub(crate) enum End {
+pub(crate) enum RunEnd {
     /// A final outcome, recorded once the batch is acknowledged.
     Done(OutcomeRecord),
     /// The lease was lost: the batch runs again under the next holder.
@@ -34,14 +34,14 @@ pub(crate) enum End {
 pub(crate) async fn run(
     shared: &Shared,
     adapter: &Arc<dyn PlatformAdapter>,
-    work: Work,
-    held: Option<&Held>,
-) -> End {
+    work: RunItem,
+    held: Option<&HeldLease>,
+) -> RunEnd {
     let event = Arc::clone(&work.event);
     // Under sync dispatch the run answers the delivery itself.
     let sync = work.response.is_some();
     let Some(handler) = route(shared, &work).await else {
-        return End::Done(record(&event, Outcome::Ignored, "no-handler", None, None));
+        return RunEnd::Done(record(&event, Outcome::Ignored, "no-handler", None, None));
     };
     let cancel = Cancel::new();
     let posts: Arc<Posts> = Arc::default();
@@ -71,8 +71,8 @@ pub(crate) async fn run(
         posted: work.posted,
         response: work.response,
         data: shared.data().clone(),
-        subscription_ttl: shared.options().subscription_ttl,
-        user_ttl: shared.options().user_cache_ttl,
+        subscription_ttl: shared.options().retention.subscription_ttl,
+        user_ttl: shared.options().retention.user_cache_ttl,
         tracker: shared.tracker().clone(),
     });
     let started = Instant::now();
@@ -132,7 +132,7 @@ pub(crate) async fn run(
         (Some(CancelCause::Preempted), _) => {
             tracing::warn!(name: "run-preempted", event_id = %event.id, thread = %event.thread, "lease lost; the event runs again under the scope's next holder");
             crate::telemetry::lease_lost(event.platform());
-            return End::Lost;
+            return RunEnd::Lost;
         }
         (Some(CancelCause::Shutdown), _) => {
             shared.cancelled_by_shutdown();
@@ -142,7 +142,7 @@ pub(crate) async fn run(
                 (Outcome::Cancelled, "shutdown")
             } else {
                 tracing::info!(name: "run-handed-back", event_id = %event.id, thread = %event.thread, "cancelled by shutdown; handed back to run elsewhere");
-                return End::HandBack;
+                return RunEnd::HandBack;
             }
         }
         (Some(CancelCause::DeadlineExceeded), _) => (Outcome::DeadlineExceeded, "budget"),
@@ -168,14 +168,14 @@ pub(crate) async fn run(
             (Outcome::Failed, "panic")
         }
     };
-    End::Done(record(&event, outcome, reason, ran_for, cancel_latency))
+    RunEnd::Done(record(&event, outcome, reason, ran_for, cancel_latency))
 }
 
 /// The handler for a run. A plain message is only ever admitted in a
 /// subscribed thread or one whose conversation is in progress (it joined
 /// work waiting there, such as a mention's burst window): either way it
 /// goes to the subscribed-message handler.
-async fn route(shared: &Shared, work: &Work) -> Option<SharedHandler> {
+async fn route(shared: &Shared, work: &RunItem) -> Option<SharedHandler> {
     let handlers = shared.handlers();
     if let Some(planned) = &work.handler {
         // Chosen on the ack path; a message admitted in a subscribed thread

@@ -8,14 +8,14 @@
 //! | [`header_read_timeout`](ServerOptions::header_read_timeout) | 2 s | clients that send headers byte by byte and hold a connection (and a file descriptor) open |
 //! | [`max_connections`](ServerOptions::max_connections) | 1,024 | running out of file descriptors: past it, new connections wait in the listen backlog |
 //! | [`max_in_flight`](ServerOptions::max_in_flight) | 512 | a flood of requests queueing without bound: past it, requests are shed at once with 503 (platforms retry) |
-//! | [`request_timeout`](ServerOptions::request_timeout) | 10 s | a request that never finishes (the runtime answers webhooks within `ack_timeout`; this bounds everything else mounted) |
+//! | [`request_timeout`](ServerOptions::request_timeout) | 10 s | a request that never finishes (the runtime answers webhooks within `timeouts.ack`; this bounds everything else mounted) |
 //!
 //! Every request carries its client's address in its extensions, as a
 //! `std::net::SocketAddr` (what limits per client read, like the install
 //! flow's rate limits in `chat-installations`).
 //!
 //! The webhook service itself bounds the body's read time
-//! ([`RuntimeOptions::body_timeout`](crate::RuntimeOptions::body_timeout)) and
+//! ([`TimeoutOptions::body`](crate::TimeoutOptions::body)) and
 //! size (the adapter's cap). Built from hyper's HTTP/1 connection with its
 //! header-read timer and tower's `ConcurrencyLimit`, `LoadShed` and `Timeout`.
 //!

@@ -125,7 +125,7 @@ impl Shared {
         data: AppData,
     ) -> Self {
         crate::telemetry::describe();
-        let gauge = if options.metrics_tenant_label {
+        let gauge = if options.telemetry.tenant_label {
             Gauge::DetachedPerTenant
         } else {
             Gauge::Detached
@@ -134,10 +134,14 @@ impl Shared {
             state: Metered::wrap(state),
             adapters,
             data,
-            admission: Admission::new(options.max_detached, options.max_detached_per_tenant, gauge),
+            admission: Admission::new(
+                options.admission.max_detached,
+                options.admission.max_detached_per_tenant,
+                gauge,
+            ),
             inline: Admission::new(
-                options.max_inline,
-                options.max_inline_per_tenant,
+                options.admission.max_inline,
+                options.admission.max_inline_per_tenant,
                 Gauge::Off,
             ),
             options,

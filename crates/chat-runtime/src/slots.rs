@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use crate::admission::Permit;
 use crate::holder::Holder;
 use crate::outcome::{Outcome, Records};
-use crate::work::Work;
+use crate::work::RunItem;
 
 /// How a wait for a slot ended.
 pub(crate) enum SlotWait {
@@ -31,7 +31,7 @@ impl Holder {
             token.clone(),
             0,
             LeaseKind::Slot,
-            self.shared.options().lock_ttl,
+            self.shared.options().leases.ttl,
         )
     }
 
@@ -40,7 +40,7 @@ impl Holder {
         &self,
         scope: ScopeKey,
         token: LeaseToken,
-        work: Work,
+        work: RunItem,
         permit: Option<Permit>,
     ) {
         let this = self.clone();
@@ -80,7 +80,7 @@ impl Holder {
         let Concurrency::Concurrent(opts) = self.concurrency else {
             return SlotWait::TimedOut;
         };
-        let ttl = self.shared.options().lock_ttl;
+        let ttl = self.shared.options().leases.ttl;
         let mut backoff = Duration::from_millis(10);
         loop {
             let freed = self.shared.slot_freed().notified();

@@ -13,7 +13,7 @@ use crate::shared::Shared;
 
 /// Starts the sweep (once per bot), if the options ask for one.
 pub(crate) fn start_sweeper(shared: &Arc<Shared>) {
-    let Some(interval) = shared.options().sweep_interval else {
+    let Some(interval) = shared.options().recovery.sweep_interval else {
         return;
     };
     if !shared.claim_sweeper() {
@@ -41,17 +41,18 @@ pub(crate) async fn sweep_now(shared: &Arc<Shared>) {
 
 /// One pass: as many recoveries as this process has room for.
 async fn sweep_once(shared: &Arc<Shared>) {
-    let room = shared
-        .options()
-        .max_detached
-        .saturating_sub(shared.admission().in_use(shared.options().max_detached));
+    let room = shared.options().admission.max_detached.saturating_sub(
+        shared
+            .admission()
+            .in_use(shared.options().admission.max_detached),
+    );
     if room == 0 {
         return;
     }
     let sent = Instant::now();
     // Tenants at their cap are left out: claimed only to be handed back,
     // they would take every place of the sweep from the other tenants.
-    let request = Sweep::new(shared.options().lock_ttl, room.min(64))
+    let request = Sweep::new(shared.options().leases.ttl, room.min(64))
         .skip_tenants(shared.admission().tenants_at_cap());
     let recovered = match shared.state().sweep(&request).await {
         Ok(r) => r,
@@ -102,7 +103,7 @@ async fn sweep_once(shared: &Arc<Shared>) {
                             token,
                             0,
                             chat_core::LeaseKind::Slot,
-                            shared.options().lock_ttl,
+                            shared.options().leases.ttl,
                         );
                         if holder.release(&lease, Release::Done).await {
                             records.commit(shared.recorder());
@@ -127,7 +128,7 @@ async fn give_back(shared: &Arc<Shared>, r: Recovered) {
             token,
             0,
             chat_core::LeaseKind::Slot,
-            shared.options().lock_ttl,
+            shared.options().leases.ttl,
         ),
         _ => return,
     };

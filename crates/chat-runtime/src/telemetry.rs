@@ -23,7 +23,7 @@
 //! Names and units follow Prometheus's conventions. Labels are bounded: the
 //! platform, the verdict or outcome and its short reason, the state operation.
 //! The tenant is a label only when
-//! [`RuntimeOptions::metrics_tenant_label`](crate::RuntimeOptions::metrics_tenant_label)
+//! [`TelemetryOptions::tenant_label`](crate::TelemetryOptions::tenant_label)
 //! is on (one series per installation). docs/observability.md lists every
 //! metric with example alert rules.
 

@@ -456,7 +456,7 @@ impl Thread {
     /// Who `user` (a platform user id of the thread's tenant) is: display
     /// name, real name, email where the scopes allow, bot or not. Cached in
     /// the state backend for
-    /// [`user_cache_ttl`](crate::RuntimeOptions::user_cache_ttl); a cache
+    /// [`user_cache_ttl`](crate::RetentionOptions::user_cache_ttl); a cache
     /// that cannot be read or written only costs a platform call.
     ///
     /// # Errors

@@ -105,7 +105,7 @@ where
     }
     let capacity = declared.map_or(0, |n| usize::try_from(n).unwrap_or(limit).min(limit));
     let read = read_body(body, limit, capacity);
-    let body = match tokio::time::timeout(shared.options().body_timeout, read).await {
+    let body = match tokio::time::timeout(shared.options().timeouts.body, read).await {
         Ok(Ok(body)) => body,
         Ok(Err(e)) => return adapter.respond(None, &Verdict::Rejected(e)),
         Err(_) => {

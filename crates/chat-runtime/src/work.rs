@@ -1,4 +1,4 @@
-//! The units a holder works with: [`Work`], one event to run, and [`Held`], a
+//! The units a holder works with: [`RunItem`], one event to run, and [`HeldLease`], a
 //! lease as its holder holds it.
 
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use crate::keeper::{Keeper, LeaseState};
 
 /// One event to run.
-pub(crate) struct Work {
+pub(crate) struct RunItem {
     pub(crate) event: Arc<Event>,
     pub(crate) skipped: Vec<Arc<Event>>,
     /// The end of its budget; `None` under sync dispatch.
@@ -30,7 +30,7 @@ pub(crate) struct Work {
     pub(crate) handler: Option<crate::handler::SharedHandler>,
 }
 
-impl Work {
+impl RunItem {
     /// A run handed over by the backend.
     pub(crate) fn handed(
         event: Arc<Event>,
@@ -53,13 +53,13 @@ impl Work {
 
 /// A lease as its holder holds it: the lease at its current batch, its keeper,
 /// and the stop requests already acted on in this batch.
-pub(crate) struct Held {
+pub(crate) struct HeldLease {
     pub(crate) lease: Lease,
     pub(crate) keeper: Keeper,
     pub(crate) seen_cancels: Arc<AtomicU32>,
 }
 
-impl Held {
+impl HeldLease {
     pub(crate) fn state(&self) -> &Arc<LeaseState> {
         self.keeper.state()
     }

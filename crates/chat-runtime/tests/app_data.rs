@@ -10,15 +10,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use chat_runtime::core::StateBackend;
-use chat_runtime::{Bot, BoxError, Ctx, Dispatch, Event, Handler, HandlerFuture, RuntimeOptions};
+use chat_runtime::{
+    Bot, BoxError, Ctx, Dispatch, DispatchOptions, Event, Handler, HandlerFuture, RuntimeOptions,
+};
 use chat_state_memory::MemoryState;
 use chat_testkit::ScriptedAdapter;
 
 fn sync() -> RuntimeOptions {
-    RuntimeOptions {
-        dispatch: Dispatch::Sync,
-        ..RuntimeOptions::default()
-    }
+    RuntimeOptions::default().dispatch(DispatchOptions::default().mode(Dispatch::Sync))
 }
 
 /// A connection pool stand-in: counts what handlers ask of it.

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chat_core::Verdict;
-use chat_runtime::{Bot, Concurrency, Ctx, Dispatch, Event, RuntimeOptions};
+use chat_runtime::{Bot, Concurrency, Ctx, DispatchOptions, Event, RuntimeOptions};
 use chat_state_memory::MemoryState;
 use chat_testkit::ScriptedAdapter;
 
@@ -23,12 +23,11 @@ async fn a_socket_fed_event_takes_the_webhooks_path() {
     let bot = Bot::builder()
         .state(MemoryState::new())
         .adapter(adapter.clone())
-        .options(RuntimeOptions {
-            dispatch: Dispatch::Deferred,
-            detach_timeout: Duration::from_secs(60),
-            concurrency: Concurrency::queue(),
-            ..RuntimeOptions::default()
-        })
+        .options(
+            RuntimeOptions::default()
+                .dispatch(DispatchOptions::deferred(Duration::from_secs(60)))
+                .concurrency(Concurrency::queue()),
+        )
         .on_new_mention(move |ctx: Ctx, e: Event| {
             let seen = Arc::clone(&seen);
             async move {

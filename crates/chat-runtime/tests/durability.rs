@@ -15,7 +15,9 @@ mod support;
 use std::time::Duration;
 
 use chat_core::AgentSessionAction;
-use chat_runtime::{BurstMode, BurstOptions, CancelCause, Concurrency, Outcome, RuntimeOptions};
+use chat_runtime::{
+    BurstMode, BurstOptions, CancelCause, Concurrency, Outcome, RecoveryOptions, RuntimeOptions,
+};
 use chat_testkit::{EventBuilder, Fault, Op};
 use support::{Env, Scenario, deferred};
 
@@ -60,9 +62,10 @@ async fn an_admit_run_twice_answers_its_own_decision(env: Env) {
 
 async fn an_admit_stalled_past_the_ack_deadline_runs_the_event_once(env: Env) {
     let s = env
-        .scenario(RuntimeOptions {
-            ack_timeout: Duration::from_secs(2),
-            ..deferred(Concurrency::queue())
+        .scenario({
+            let mut options = deferred(Concurrency::queue());
+            options.timeouts.ack = Duration::from_secs(2);
+            options
         })
         .await;
     s.faults.inject(Op::Admit, Fault::Stall(s.ms(5000)));
@@ -105,10 +108,11 @@ async fn a_finish_run_twice_never_frees_the_scope_under_its_holder(env: Env) {
 }
 
 fn replica_options() -> RuntimeOptions {
-    RuntimeOptions {
-        lock_ttl: Duration::from_secs(3),
-        sweep_interval: Some(Duration::from_millis(500)),
-        ..deferred(Concurrency::queue())
+    {
+        let mut options = deferred(Concurrency::queue());
+        options.leases.ttl = Duration::from_secs(3);
+        options.recovery.sweep_interval = Some(Duration::from_millis(500));
+        options
     }
 }
 
@@ -205,13 +209,11 @@ async fn a_stop_request_stops_the_running_member_only(env: Env) {
             .mode(BurstMode::Each),
     );
     let replicas = env
-        .replicas(
-            2,
-            RuntimeOptions {
-                lock_ttl: Duration::from_secs(3),
-                ..deferred(c)
-            },
-        )
+        .replicas(2, {
+            let mut options = deferred(c);
+            options.leases.ttl = Duration::from_secs(3);
+            options
+        })
         .await;
     let (r0, r1) = (&replicas[0], &replicas[1]);
     r0.send("1", "a", "wait-cancel").await;
@@ -254,9 +256,10 @@ async fn a_stop_request_stops_the_running_member_only(env: Env) {
 
 async fn a_hung_renewal_preempts_at_the_believed_expiry(env: Env) {
     let s = env
-        .scenario(RuntimeOptions {
-            lock_ttl: Duration::from_secs(3),
-            ..deferred(Concurrency::queue())
+        .scenario({
+            let mut options = deferred(Concurrency::queue());
+            options.leases.ttl = Duration::from_secs(3);
+            options
         })
         .await;
     // The first renewal (at 1 s) never answers.
@@ -275,11 +278,12 @@ async fn a_hung_renewal_preempts_at_the_believed_expiry(env: Env) {
 
 async fn a_run_lost_max_attempts_times_is_abandoned(env: Env) {
     let s = env
-        .scenario(RuntimeOptions {
-            lock_ttl: Duration::from_secs(1),
-            sweep_interval: Some(Duration::from_millis(500)),
-            max_attempts: 2,
-            ..deferred(Concurrency::queue())
+        .scenario({
+            let mut options = deferred(Concurrency::queue());
+            options.leases.ttl = Duration::from_secs(1);
+            options.recovery.sweep_interval = Some(Duration::from_millis(500));
+            options.recovery.max_attempts = 2;
+            options
         })
         .await;
     // No renewal ever lands: every holder loses the lease while it runs.
@@ -347,9 +351,10 @@ async fn a_handler_panicking_before_its_future_fails_the_run_and_frees_the_scope
         chat_runtime::Dispatch::Sync,
     ] {
         let (bot, adapter, log) = bot_with(
-            RuntimeOptions {
-                dispatch,
-                ..deferred(Concurrency::queue())
+            {
+                let mut options = deferred(Concurrency::queue());
+                options.dispatch.mode = dispatch;
+                options
             },
             handler,
         );
@@ -392,10 +397,8 @@ async fn a_handler_panicking_before_its_future_fails_the_run_and_frees_the_scope
 async fn a_sync_run_cancelled_by_shutdown_is_retried_by_the_platform() {
     let log = support::Log::default();
     let (bot, adapter, outcomes) = bot_with(
-        RuntimeOptions {
-            shutdown: chat_runtime::ShutdownMode::Cancel,
-            ..RuntimeOptions::default()
-        },
+        RuntimeOptions::default()
+            .recovery(RecoveryOptions::default().shutdown(chat_runtime::ShutdownMode::Cancel)),
         support::handler(log.clone(), support::Clock::Paused),
     );
     let e = adapter.mention("T1", "C1", "1", "a", "first-wait-cancel");

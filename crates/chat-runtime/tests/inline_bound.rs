@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chat_runtime::{
-    Bot, BoxError, BuildError, Ctx, Dispatch, Event, Outcome, OutcomeRecord, RuntimeOptions,
+    AdmissionOptions, Bot, BoxError, BuildError, Ctx, Dispatch, DispatchOptions, Event, Outcome,
+    OutcomeRecord, RuntimeOptions, TimeoutOptions,
 };
 use chat_state_memory::MemoryState;
 use chat_testkit::ScriptedAdapter;
@@ -25,12 +26,12 @@ async fn past_max_inline_a_sync_delivery_is_refused_and_its_retry_accepted() {
     let bot = Bot::builder()
         .state(MemoryState::new())
         .adapter(adapter.clone())
-        .options(RuntimeOptions {
-            dispatch: Dispatch::Sync,
-            max_inline: 1,
-            ack_timeout: Duration::from_secs(60),
-            ..RuntimeOptions::default()
-        })
+        .options(
+            RuntimeOptions::default()
+                .dispatch(DispatchOptions::default().mode(Dispatch::Sync))
+                .admission(AdmissionOptions::default().max_inline(1))
+                .timeouts(TimeoutOptions::default().ack(Duration::from_secs(60))),
+        )
         .observer(move |o: &OutcomeRecord| {
             if o.outcome == Outcome::Rejected {
                 seen.lock()
@@ -82,10 +83,7 @@ fn a_zero_inline_bound_is_refused_at_build() {
     let built = Bot::builder()
         .state(MemoryState::new())
         .adapter(ScriptedAdapter::new("test"))
-        .options(RuntimeOptions {
-            max_inline: 0,
-            ..RuntimeOptions::default()
-        })
+        .options(RuntimeOptions::default().admission(AdmissionOptions::default().max_inline(0)))
         .build();
     assert!(matches!(built.err(), Some(BuildError::MaxInlineZero)));
 }

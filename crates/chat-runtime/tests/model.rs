@@ -15,8 +15,8 @@ use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use chat_runtime::{
-    BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions, Dispatch, Outcome, QueueOptions,
-    RuntimeOptions,
+    BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions, DispatchOptions, Outcome,
+    QueueOptions, RuntimeOptions,
 };
 use proptest::prelude::*;
 use support::Scenario;
@@ -161,12 +161,9 @@ fn model_windowed(a: &[Arrival], burst: bool) -> Expected {
 }
 
 fn options(concurrency: Concurrency) -> RuntimeOptions {
-    RuntimeOptions {
-        dispatch: Dispatch::Deferred,
-        detach_timeout: Duration::from_secs(3600),
-        concurrency,
-        ..RuntimeOptions::default()
-    }
+    RuntimeOptions::default()
+        .dispatch(DispatchOptions::deferred(Duration::from_secs(3600)))
+        .concurrency(concurrency)
 }
 
 /// Runs the arrivals through the runtime; returns the scenario afterwards.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use chat_core::{EventKind, OtherEvent, Route};
 use chat_runtime::{
-    Bot, Concurrency, Ctx, Dispatch, Event, Outcome, OutcomeRecord, RuntimeOptions,
+    Bot, Concurrency, Ctx, Dispatch, DispatchOptions, Event, Outcome, OutcomeRecord, RuntimeOptions,
 };
 use chat_state_memory::MemoryState;
 use chat_testkit::{EventBuilder, ScriptedAdapter};
@@ -152,12 +152,15 @@ async fn a_delivery_is_matched_against_the_routes_once() {
         let bot = Bot::builder()
             .state(MemoryState::new())
             .adapter(adapter.clone())
-            .options(RuntimeOptions {
-                dispatch,
-                detach_timeout: Duration::from_secs(60),
-                concurrency: Concurrency::queue(),
-                ..RuntimeOptions::default()
-            })
+            .options(
+                RuntimeOptions::default()
+                    .dispatch(
+                        DispatchOptions::default()
+                            .mode(dispatch)
+                            .detach_timeout(Duration::from_secs(60)),
+                    )
+                    .concurrency(Concurrency::queue()),
+            )
             .on(
                 Route::new("counted", move |e: &Event| {
                     counted.fetch_add(1, Ordering::SeqCst);

@@ -34,26 +34,31 @@ on_every_backend!(
 #[test]
 fn every_default_is_as_documented() {
     let o = RuntimeOptions::default();
-    assert_eq!(o.dispatch, Dispatch::Sync);
+    assert_eq!(o.dispatch.mode, Dispatch::Sync);
     assert_eq!(o.concurrency, Concurrency::Drop);
-    assert_eq!(o.detach_timeout, Duration::ZERO);
-    assert_eq!(o.max_detached, 1024);
-    assert_eq!(o.max_detached_per_tenant, None);
-    assert_eq!(o.dedupe_ttl, None, "each platform's own");
-    assert_eq!(o.lock_ttl, Duration::from_secs(30));
-    assert_eq!(o.max_lock_lifetime, Duration::from_secs(10 * 60));
-    assert!(matches!(o.lock_scope, LockScope::Adapter));
-    assert_eq!(o.sync_slot_wait, Duration::from_secs(2));
-    assert_eq!(o.ack_timeout, Duration::from_millis(2500));
-    assert_eq!(o.body_timeout, Duration::from_secs(1));
-    assert_eq!(o.max_inline, 256);
-    assert_eq!(o.subscription_ttl, Duration::from_secs(30 * 24 * 60 * 60));
-    assert_eq!(o.max_inline_per_tenant, None);
-    assert!(o.inline_interactions);
-    assert_eq!(o.sweep_interval, Some(Duration::from_secs(30)));
-    assert_eq!(o.max_attempts, 3);
-    assert_eq!(o.shutdown, ShutdownMode::Drain);
-    assert_eq!(o.state_retry, Duration::from_secs(30));
+    assert_eq!(o.dispatch.detach_timeout, Duration::ZERO);
+    assert_eq!(o.admission.max_detached, 1024);
+    assert_eq!(o.admission.max_detached_per_tenant, None);
+    assert_eq!(o.retention.dedupe_ttl, None, "each platform's own");
+    assert_eq!(o.leases.ttl, Duration::from_secs(30));
+    assert_eq!(o.leases.max_lifetime, Duration::from_secs(10 * 60));
+    assert!(matches!(o.leases.scope, LockScope::Adapter));
+    assert_eq!(o.timeouts.sync_slot_wait, Duration::from_secs(2));
+    assert_eq!(o.timeouts.ack, Duration::from_millis(2500));
+    assert_eq!(o.timeouts.body, Duration::from_secs(1));
+    assert_eq!(o.admission.max_inline, 256);
+    assert_eq!(
+        o.retention.subscription_ttl,
+        Duration::from_secs(30 * 24 * 60 * 60)
+    );
+    assert_eq!(o.admission.max_inline_per_tenant, None);
+    assert!(o.dispatch.inline_interactions);
+    assert_eq!(o.recovery.sweep_interval, Some(Duration::from_secs(30)));
+    assert_eq!(o.recovery.max_attempts, 3);
+    assert_eq!(o.recovery.shutdown, ShutdownMode::Drain);
+    assert_eq!(o.timeouts.state_retry, Duration::from_secs(30));
+    assert_eq!(o.retention.user_cache_ttl, Duration::from_secs(60 * 60));
+    assert!(!o.telemetry.tenant_label);
 
     let q = QueueOptions::default();
     assert_eq!(
@@ -93,9 +98,10 @@ async fn a_lone_burst_message_runs_alone(env: Env) {
 async fn a_debounced_event_past_its_budget_expires(env: Env) {
     let c = Concurrency::Debounce(DebounceOptions::default().interval(Duration::from_millis(500)));
     let s = env
-        .scenario(RuntimeOptions {
-            detach_timeout: Duration::from_secs(2),
-            ..deferred(c)
+        .scenario({
+            let mut options = deferred(c);
+            options.dispatch.detach_timeout = Duration::from_secs(2);
+            options
         })
         .await;
     // a runs at 0.5 s and ignores its cancellation at its budget (2 s) until
@@ -120,9 +126,10 @@ async fn a_debounced_event_past_its_budget_expires(env: Env) {
 async fn a_burst_batch_past_its_budget_expires(env: Env) {
     let c = Concurrency::Burst(BurstOptions::default().window(Duration::from_millis(500)));
     let s = env
-        .scenario(RuntimeOptions {
-            detach_timeout: Duration::from_secs(1),
-            ..deferred(c)
+        .scenario({
+            let mut options = deferred(c);
+            options.dispatch.detach_timeout = Duration::from_secs(1);
+            options
         })
         .await;
     s.send("1", "a", "stubborn:3000").await;
@@ -141,10 +148,11 @@ async fn a_lease_lost_in_the_middle_of_a_burst_each_batch_runs_the_batch_again(e
             .mode(BurstMode::Each),
     );
     let s = env
-        .scenario(RuntimeOptions {
-            lock_ttl: Duration::from_secs(3),
-            sweep_interval: Some(Duration::from_millis(500)),
-            ..deferred(c)
+        .scenario({
+            let mut options = deferred(c);
+            options.leases.ttl = Duration::from_secs(3);
+            options.recovery.sweep_interval = Some(Duration::from_millis(500));
+            options
         })
         .await;
     s.send("1", "a", "ok").await;
@@ -192,13 +200,7 @@ async fn a_lease_lost_in_the_middle_of_a_burst_each_batch_runs_the_batch_again(e
 
 async fn a_sync_delivery_waits_for_a_concurrency_slot_within_its_request(env: Env) {
     let c = Concurrency::Concurrent(ConcurrentOptions::default().max(1));
-    let s = Arc::new(
-        env.scenario(RuntimeOptions {
-            concurrency: c,
-            ..RuntimeOptions::default()
-        })
-        .await,
-    );
+    let s = Arc::new(env.scenario(RuntimeOptions::default().concurrency(c)).await);
     // a holds the one slot for 500 ms inside its own request; b's request
     // waits for it (within sync_slot_wait, 2 s) and runs after it.
     let first = {
@@ -228,12 +230,13 @@ async fn a_sync_delivery_waits_for_a_concurrency_slot_within_its_request(env: En
 /// lease, mentions get one per thread.
 #[tokio::test(start_paused = true)]
 async fn a_lock_scope_function_reads_the_event() {
-    let s = Scenario::new(RuntimeOptions {
-        lock_scope: LockScope::function(|event| match event.message() {
+    let s = Scenario::new({
+        let mut options = deferred(Concurrency::Drop);
+        options.leases.scope = LockScope::function(|event| match event.message() {
             Some(m) if m.is_dm => ScopeChoice::Channel,
             _ => ScopeChoice::Thread,
-        }),
-        ..deferred(Concurrency::Drop)
+        });
+        options
     });
     let dm = |thread: &str, id: &str| {
         chat_testkit::EventBuilder::new(s.adapter.thread("T1", "D1", thread))

@@ -16,7 +16,10 @@ mod support;
 
 use std::time::Duration;
 
-use chat_runtime::{CancelCause, Concurrency, Dispatch, Event, Outcome, RuntimeOptions};
+use chat_runtime::{
+    AdmissionOptions, CancelCause, Concurrency, Dispatch, DispatchOptions, Event, Outcome,
+    RecoveryOptions, RuntimeOptions, TimeoutOptions,
+};
 use support::{Env, Scenario, Unlocked, deferred};
 
 on_every_backend!(
@@ -32,10 +35,11 @@ fn options(dispatch: Dispatch) -> RuntimeOptions {
         Dispatch::Deferred => deferred(Concurrency::Drop),
         _ => RuntimeOptions::default(),
     };
-    RuntimeOptions {
-        lock_ttl: Duration::from_secs(3),
-        sweep_interval: Some(Duration::from_millis(500)),
-        ..base
+    {
+        let mut options = base;
+        options.leases.ttl = Duration::from_secs(3);
+        options.recovery.sweep_interval = Some(Duration::from_millis(500));
+        options
     }
 }
 
@@ -140,13 +144,11 @@ async fn a_run_cut_by_a_redeploy_after_its_answer_runs_again_elsewhere(env: Env)
     for kind in kinds() {
         let what = format!("{kind:?}");
         let replicas = env
-            .replicas(
-                2,
-                RuntimeOptions {
-                    ack_timeout: Duration::from_secs(1),
-                    ..options(Dispatch::Sync)
-                },
-            )
+            .replicas(2, {
+                let mut options = options(Dispatch::Sync);
+                options.timeouts.ack = Duration::from_secs(1);
+                options
+            })
             .await;
         let (r0, r1) = (&replicas[0], &replicas[1]);
         let e = event(r0, kind, "a", "post+first-wait-cancel");
@@ -193,10 +195,9 @@ async fn a_force_released_run_inside_its_request_runs_again(env: Env) {
 /// not left without an outcome.
 #[tokio::test(start_paused = true)]
 async fn a_private_backend_records_a_sync_run_cut_after_its_answer() {
-    let s = Scenario::new(RuntimeOptions {
-        ack_timeout: Duration::from_secs(1),
-        ..RuntimeOptions::default()
-    });
+    let s = Scenario::new(
+        RuntimeOptions::default().timeouts(TimeoutOptions::default().ack(Duration::from_secs(1))),
+    );
     assert_eq!(s.send("1", "a", "wait-cancel").await, 503);
     s.bot.shutdown(s.ms(2000)).await;
     assert_eq!(s.outcome("a"), Some(Outcome::Cancelled));
@@ -208,13 +209,13 @@ async fn a_private_backend_records_a_sync_run_cut_after_its_answer() {
 /// the place is free.
 #[tokio::test(start_paused = true)]
 async fn sync_hand_offs_run_within_max_detached() {
-    let s = Scenario::new(RuntimeOptions {
-        concurrency: Concurrency::queue(),
-        detach_timeout: Duration::from_secs(60),
-        max_detached: 1,
-        sweep_interval: Some(Duration::from_millis(500)),
-        ..RuntimeOptions::default()
-    });
+    let s = Scenario::new(
+        RuntimeOptions::default()
+            .concurrency(Concurrency::queue())
+            .dispatch(DispatchOptions::default().detach_timeout(Duration::from_secs(60)))
+            .admission(AdmissionOptions::default().max_detached(1))
+            .recovery(RecoveryOptions::default().sweep_interval(Duration::from_millis(500))),
+    );
     let firsts: Vec<_> = ["1", "2"]
         .into_iter()
         .map(|t| send_in_background(&s, &s.event(t, &format!("a{t}"), "sleep:1000")))
@@ -249,10 +250,11 @@ async fn a_tenant_at_its_cap_does_not_starve_the_recovery_of_others() {
         support::Log::default(),
         chat_testkit::ScriptedAdapter::new("test"),
     );
-    let base = RuntimeOptions {
-        lock_ttl: Duration::from_secs(3),
-        sweep_interval: Some(Duration::from_millis(500)),
-        ..deferred(Concurrency::queue())
+    let base = {
+        let mut options = deferred(Concurrency::queue());
+        options.leases.ttl = Duration::from_secs(3);
+        options.recovery.sweep_interval = Some(Duration::from_millis(500));
+        options
     };
     let r0 = Scenario::replica(
         stores[0].clone(),
@@ -265,11 +267,12 @@ async fn a_tenant_at_its_cap_does_not_starve_the_recovery_of_others() {
     let r1 = Scenario::replica(
         stores[1].clone(),
         env.clock,
-        RuntimeOptions {
+        {
+            let mut options = base;
             // One place for the busy run, one for a recovery per sweep.
-            max_detached: 2,
-            max_detached_per_tenant: Some(1),
-            ..base
+            options.admission.max_detached = 2;
+            options.admission.max_detached_per_tenant = Some(1);
+            options
         },
         log,
         adapter,
@@ -309,9 +312,10 @@ async fn shutdown_waits_for_a_reply_sent_after_the_response() {
     let bot = chat_runtime::Bot::builder()
         .state(chat_state_memory::MemoryState::new())
         .adapter(adapter.clone())
-        .options(RuntimeOptions {
-            inline_interactions: false,
-            ..deferred(Concurrency::Drop)
+        .options({
+            let mut options = deferred(Concurrency::Drop);
+            options.dispatch.inline_interactions = false;
+            options
         })
         .on_any_slash_command(|ctx: chat_runtime::Ctx, _e: Event| async move {
             // Detached: the response went out, so the reply goes later.

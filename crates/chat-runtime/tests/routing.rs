@@ -15,6 +15,7 @@ use chat_core::{
 };
 use chat_runtime::{
     Bot, BotBuilder, CancelCause, Ctx, Event, Outcome, OutcomeRecord, RuntimeOptions,
+    TimeoutOptions,
 };
 use chat_testkit::{EventBuilder, ScriptedAdapter};
 use support::{Clock, Env, deferred};
@@ -311,13 +312,11 @@ async fn interactions_answer_inline_under_deferred_dispatch(env: Env) {
     let body: serde_json::Value = serde_json::from_slice(r.body()).unwrap();
     assert_eq!(body, serde_json::json!({ "text": "pong" }));
     // Turned off, the command runs detached and cannot answer.
-    let w = World::new(
-        &env,
-        RuntimeOptions {
-            inline_interactions: false,
-            ..deferred(Concurrency::queue())
-        },
-    )
+    let w = World::new(&env, {
+        let mut options = deferred(Concurrency::queue());
+        options.dispatch.inline_interactions = false;
+        options
+    })
     .await;
     let e = EventBuilder::new(w.thread("1"))
         .id("c")
@@ -389,9 +388,10 @@ async fn a_stop_request_cancels_the_running_turn_here(env: Env) {
 async fn a_stop_request_reaches_a_holder_on_another_replica_at_renewal(env: Env) {
     // Two replicas, each with its own connection to one store.
     let mut stores = env.stores(2).await.into_iter();
-    let options = RuntimeOptions {
-        lock_ttl: Duration::from_secs(3),
-        ..deferred(Concurrency::queue())
+    let options = {
+        let mut options = deferred(Concurrency::queue());
+        options.leases.ttl = Duration::from_secs(3);
+        options
     };
     let a = World::on(stores.next().unwrap(), env.clock, options.clone());
     let b = World::on(stores.next().unwrap(), env.clock, options);
@@ -423,15 +423,13 @@ async fn a_stop_request_reaches_a_holder_on_another_replica_at_renewal(env: Env)
 }
 
 async fn the_max_lock_lifetime_preempts_a_hung_handler(env: Env) {
-    let w = World::new(
-        &env,
-        RuntimeOptions {
-            lock_ttl: Duration::from_secs(3),
-            max_lock_lifetime: Duration::from_secs(5),
-            detach_timeout: Duration::from_secs(600),
-            ..deferred(Concurrency::queue())
-        },
-    )
+    let w = World::new(&env, {
+        let mut options = deferred(Concurrency::queue());
+        options.leases.ttl = Duration::from_secs(3);
+        options.leases.max_lifetime = Duration::from_secs(5);
+        options.dispatch.detach_timeout = Duration::from_secs(600);
+        options
+    })
     .await;
     w.send(
         &EventBuilder::new(w.thread("1"))
@@ -456,15 +454,12 @@ async fn the_max_lock_lifetime_preempts_a_hung_handler(env: Env) {
 
 async fn the_sweep_runs_entries_a_dead_holder_left_behind(env: Env) {
     let state = env.store().await;
-    let w = World::on(
-        Arc::clone(&state),
-        env.clock,
-        RuntimeOptions {
-            sweep_interval: Some(Duration::from_secs(1)),
-            lock_ttl: Duration::from_secs(3),
-            ..deferred(Concurrency::queue())
-        },
-    );
+    let w = World::on(Arc::clone(&state), env.clock, {
+        let mut options = deferred(Concurrency::queue());
+        options.recovery.sweep_interval = Some(Duration::from_secs(1));
+        options.leases.ttl = Duration::from_secs(3);
+        options
+    });
     // A holder on another replica took the scope and died with an entry queued.
     let t = w.thread("1");
     let dead = EventBuilder::new(t.clone()).id("dead").mention("x").build();
@@ -503,10 +498,7 @@ async fn the_sweep_runs_entries_a_dead_holder_left_behind(env: Env) {
 async fn a_slow_sync_handler_is_answered_in_time_and_runs_once(env: Env) {
     let w = World::new(
         &env,
-        RuntimeOptions {
-            ack_timeout: Duration::from_secs(2),
-            ..RuntimeOptions::default()
-        },
+        RuntimeOptions::default().timeouts(TimeoutOptions::default().ack(Duration::from_secs(2))),
     )
     .await;
     let seen = Arc::clone(&w.seen);

@@ -57,32 +57,35 @@ async fn invalid_option_combinations_are_build_errors() {
     let d = RuntimeOptions::default;
     let cases: Vec<(RuntimeOptions, BuildError)> = vec![
         (
-            RuntimeOptions {
-                dispatch: Dispatch::Deferred,
-                ..d()
+            {
+                let mut options = d();
+                options.dispatch.mode = Dispatch::Deferred;
+                options
             },
             BuildError::DetachTimeoutRequired("deferred dispatch"),
         ),
         (
-            RuntimeOptions {
-                max_detached: 0,
-                ..d()
+            {
+                let mut options = d();
+                options.admission.max_detached = 0;
+                options
             },
             BuildError::MaxDetachedZero,
         ),
         (
-            RuntimeOptions {
-                max_detached_per_tenant: Some(0),
-                ..d()
+            {
+                let mut options = d();
+                options.admission.max_detached_per_tenant = Some(0);
+                options
             },
             BuildError::MaxDetachedPerTenantZero,
         ),
         (
-            RuntimeOptions {
-                concurrency: Concurrency::Debounce(
-                    DebounceOptions::default().interval(Duration::ZERO),
-                ),
-                ..deferred(Concurrency::Drop)
+            {
+                let mut options = deferred(Concurrency::Drop);
+                options.concurrency =
+                    Concurrency::Debounce(DebounceOptions::default().interval(Duration::ZERO));
+                options
             },
             BuildError::ZeroDebounceInterval,
         ),
@@ -97,30 +100,34 @@ async fn invalid_option_combinations_are_build_errors() {
             BuildError::ZeroMaxConcurrent,
         ),
         (
-            RuntimeOptions {
-                concurrency: Concurrency::debounce(),
-                ..d()
+            {
+                let mut options = d();
+                options.concurrency = Concurrency::debounce();
+                options
             },
             BuildError::StrategyNeedsDeferred("debounce"),
         ),
         (
-            RuntimeOptions {
-                concurrency: Concurrency::burst(),
-                ..d()
+            {
+                let mut options = d();
+                options.concurrency = Concurrency::burst();
+                options
             },
             BuildError::StrategyNeedsDeferred("burst"),
         ),
         (
-            RuntimeOptions {
-                concurrency: Concurrency::queue(),
-                ..d()
+            {
+                let mut options = d();
+                options.concurrency = Concurrency::queue();
+                options
             },
             BuildError::DetachTimeoutRequired("the queue strategy"),
         ),
         (
-            RuntimeOptions {
-                detach_timeout: Duration::from_millis(1500),
-                ..deferred(Concurrency::debounce())
+            {
+                let mut options = deferred(Concurrency::debounce());
+                options.dispatch.detach_timeout = Duration::from_millis(1500);
+                options
             },
             BuildError::DetachTimeoutNotAboveDebounce {
                 detach_timeout: Duration::from_millis(1500),
@@ -128,9 +135,10 @@ async fn invalid_option_combinations_are_build_errors() {
             },
         ),
         (
-            RuntimeOptions {
-                detach_timeout: Duration::from_millis(1500),
-                ..deferred(Concurrency::burst())
+            {
+                let mut options = deferred(Concurrency::burst());
+                options.dispatch.detach_timeout = Duration::from_millis(1500);
+                options
             },
             BuildError::DetachTimeoutNotAboveBurstWindow {
                 detach_timeout: Duration::from_millis(1500),
@@ -138,37 +146,42 @@ async fn invalid_option_combinations_are_build_errors() {
             },
         ),
         (
-            RuntimeOptions {
-                dedupe_ttl: Some(Duration::ZERO),
-                ..d()
+            {
+                let mut options = d();
+                options.retention.dedupe_ttl = Some(Duration::ZERO);
+                options
             },
             BuildError::ZeroDedupeTtl,
         ),
         (
-            RuntimeOptions {
-                sweep_interval: Some(Duration::ZERO),
-                ..d()
+            {
+                let mut options = d();
+                options.recovery.sweep_interval = Some(Duration::ZERO);
+                options
             },
             BuildError::ZeroSweepInterval,
         ),
         (
-            RuntimeOptions {
-                max_lock_lifetime: Duration::MAX,
-                ..d()
+            {
+                let mut options = d();
+                options.leases.max_lifetime = Duration::MAX;
+                options
             },
-            BuildError::DurationTooLong("max_lock_lifetime"),
+            BuildError::DurationTooLong("leases.max_lifetime"),
         ),
         (
-            RuntimeOptions {
-                detach_timeout: Duration::MAX,
-                ..deferred(Concurrency::Drop)
+            {
+                let mut options = deferred(Concurrency::Drop);
+                options.dispatch.detach_timeout = Duration::MAX;
+                options
             },
-            BuildError::DurationTooLong("detach_timeout"),
+            BuildError::DurationTooLong("dispatch.detach_timeout"),
         ),
         (
-            RuntimeOptions {
-                max_attempts: 0,
-                ..d()
+            {
+                let mut options = d();
+                options.recovery.max_attempts = 0;
+                options
             },
             BuildError::ZeroMaxAttempts,
         ),
@@ -206,21 +219,23 @@ async fn invalid_option_combinations_are_build_errors() {
     assert_eq!(build(deferred(Concurrency::queue())), Ok(()));
     // Burst-each members have their own budget each: no window bound.
     assert_eq!(
-        build(RuntimeOptions {
-            detach_timeout: Duration::from_millis(1500),
-            ..deferred(Concurrency::Burst(
-                BurstOptions::default().mode(chat_runtime::BurstMode::Each)
-            ))
+        build({
+            let mut options = deferred(Concurrency::Burst(
+                BurstOptions::default().mode(chat_runtime::BurstMode::Each),
+            ));
+            options.dispatch.detach_timeout = Duration::from_millis(1500);
+            options
         }),
         Ok(())
     );
     // The longest durations the options take still build (and never overflow
     // a clock reading).
     assert_eq!(
-        build(RuntimeOptions {
-            max_lock_lifetime: chat_runtime::MAX_DURATION,
-            detach_timeout: chat_runtime::MAX_DURATION,
-            ..deferred(Concurrency::Drop)
+        build({
+            let mut options = deferred(Concurrency::Drop);
+            options.leases.max_lifetime = chat_runtime::MAX_DURATION;
+            options.dispatch.detach_timeout = chat_runtime::MAX_DURATION;
+            options
         }),
         Ok(())
     );
@@ -230,9 +245,10 @@ async fn invalid_option_combinations_are_build_errors() {
 async fn a_duplicate_delivery_runs_once(env: Env) {
     for dispatch in [Dispatch::Sync, Dispatch::Deferred] {
         let s = env
-            .scenario(RuntimeOptions {
-                dispatch,
-                ..deferred(Concurrency::Drop)
+            .scenario({
+                let mut options = deferred(Concurrency::Drop);
+                options.dispatch.mode = dispatch;
+                options
             })
             .await;
         assert_eq!(s.send("1", "a", "ok").await, 200);
@@ -328,9 +344,10 @@ async fn a_queued_entry_past_its_ttl_or_budget_expires(env: Env) {
     s.assert_one_outcome_each(&["a", "b"]);
     // Budget: detach_timeout 5 s, the entry TTL longer.
     let s = env
-        .scenario(RuntimeOptions {
-            detach_timeout: Duration::from_secs(5),
-            ..deferred(Concurrency::queue())
+        .scenario({
+            let mut options = deferred(Concurrency::queue());
+            options.dispatch.detach_timeout = Duration::from_secs(5);
+            options
         })
         .await;
     s.send("1", "a", "stubborn:8000").await;
@@ -420,9 +437,10 @@ async fn burst_each_runs_every_member_in_join_order(env: Env) {
             .mode(BurstMode::Each),
     );
     let s = env
-        .scenario(RuntimeOptions {
-            detach_timeout: Duration::from_secs(2),
-            ..deferred(c)
+        .scenario({
+            let mut options = deferred(c);
+            options.dispatch.detach_timeout = Duration::from_secs(2);
+            options
         })
         .await;
     s.send("1", "a", "sleep:1500").await;
@@ -462,9 +480,10 @@ async fn burst_each_runs_every_member_in_join_order(env: Env) {
 async fn concurrent_waits_for_a_slot_within_the_budget(env: Env) {
     let c = Concurrency::Concurrent(ConcurrentOptions::default().max(2));
     let s = env
-        .scenario(RuntimeOptions {
-            detach_timeout: Duration::from_secs(5),
-            ..deferred(c)
+        .scenario({
+            let mut options = deferred(c);
+            options.dispatch.detach_timeout = Duration::from_secs(5);
+            options
         })
         .await;
     s.send("1", "a", "sleep:1000").await;
@@ -489,9 +508,10 @@ async fn concurrent_waits_for_a_slot_within_the_budget(env: Env) {
     );
     // With a budget shorter than the wait, it expires without running.
     let s = env
-        .scenario(RuntimeOptions {
-            detach_timeout: Duration::from_millis(500),
-            ..deferred(c)
+        .scenario({
+            let mut options = deferred(c);
+            options.dispatch.detach_timeout = Duration::from_millis(500);
+            options
         })
         .await;
     s.send("1", "a", "stubborn:1000").await;
@@ -505,9 +525,10 @@ async fn concurrent_waits_for_a_slot_within_the_budget(env: Env) {
 // 12. Channel scope serializes two threads of one channel; thread scope does not.
 async fn channel_scope_serializes_threads_of_a_channel(env: Env) {
     let channel = env
-        .scenario(RuntimeOptions {
-            lock_scope: LockScope::Channel,
-            ..deferred(Concurrency::Drop)
+        .scenario({
+            let mut options = deferred(Concurrency::Drop);
+            options.leases.scope = LockScope::Channel;
+            options
         })
         .await;
     channel.send("1", "a", "sleep:1000").await;
@@ -515,9 +536,10 @@ async fn channel_scope_serializes_threads_of_a_channel(env: Env) {
     channel.pass(2000).await;
     assert_eq!(channel.outcome("b"), Some(Outcome::Dropped));
     let thread = env
-        .scenario(RuntimeOptions {
-            lock_scope: LockScope::Thread,
-            ..deferred(Concurrency::Drop)
+        .scenario({
+            let mut options = deferred(Concurrency::Drop);
+            options.leases.scope = LockScope::Thread;
+            options
         })
         .await;
     thread.send("1", "a", "sleep:1000").await;
@@ -525,9 +547,10 @@ async fn channel_scope_serializes_threads_of_a_channel(env: Env) {
     thread.pass(2000).await;
     assert_eq!(thread.outcome("b"), Some(Outcome::Ran));
     let by_fn = env
-        .scenario(RuntimeOptions {
-            lock_scope: LockScope::function(|_| chat_runtime::ScopeChoice::Channel),
-            ..deferred(Concurrency::Drop)
+        .scenario({
+            let mut options = deferred(Concurrency::Drop);
+            options.leases.scope = LockScope::function(|_| chat_runtime::ScopeChoice::Channel);
+            options
         })
         .await;
     by_fn.send("1", "a", "sleep:1000").await;
@@ -539,9 +562,10 @@ async fn channel_scope_serializes_threads_of_a_channel(env: Env) {
 // 13. A handler longer than the lock TTL keeps its lease; nothing overlaps it.
 async fn a_long_handler_keeps_its_lease(env: Env) {
     let s = env
-        .scenario(RuntimeOptions {
-            lock_ttl: Duration::from_secs(3),
-            ..deferred(Concurrency::Drop)
+        .scenario({
+            let mut options = deferred(Concurrency::Drop);
+            options.leases.ttl = Duration::from_secs(3);
+            options
         })
         .await;
     s.send("1", "a", "sleep:20000").await;
@@ -562,9 +586,10 @@ async fn a_long_handler_keeps_its_lease(env: Env) {
 //     flight and runs again under the scope's next holder (attempt 2).
 async fn a_lost_lease_preempts_the_handler(env: Env) {
     let s = env
-        .scenario(RuntimeOptions {
-            lock_ttl: Duration::from_secs(3),
-            ..deferred(Concurrency::queue())
+        .scenario({
+            let mut options = deferred(Concurrency::queue());
+            options.leases.ttl = Duration::from_secs(3);
+            options
         })
         .await;
     s.send("1", "a", "first-wait-cancel").await;
@@ -597,9 +622,10 @@ async fn a_lost_lease_preempts_the_handler(env: Env) {
 // 15. DetachTimeout passed → DeadlineExceeded.
 async fn a_handler_past_its_budget_is_cancelled(env: Env) {
     let s = env
-        .scenario(RuntimeOptions {
-            detach_timeout: Duration::from_secs(2),
-            ..deferred(Concurrency::Drop)
+        .scenario({
+            let mut options = deferred(Concurrency::Drop);
+            options.dispatch.detach_timeout = Duration::from_secs(2);
+            options
         })
         .await;
     let sent = tokio::time::Instant::now();
@@ -616,9 +642,10 @@ async fn a_handler_past_its_budget_is_cancelled(env: Env) {
 //     same event is accepted when retried later.
 async fn at_max_detached_a_delivery_is_refused_and_its_retry_accepted(env: Env) {
     let s = env
-        .scenario(RuntimeOptions {
-            max_detached: 1,
-            ..deferred(Concurrency::Drop)
+        .scenario({
+            let mut options = deferred(Concurrency::Drop);
+            options.admission.max_detached = 1;
+            options
         })
         .await;
     assert_eq!(s.send("1", "a", "sleep:1000").await, 200);
@@ -635,9 +662,10 @@ async fn at_max_detached_a_delivery_is_refused_and_its_retry_accepted(env: Env) 
 // 17. MaxDetachedPerTenant 1 → the same tenant refused, another admitted.
 async fn the_per_tenant_cap_refuses_only_that_tenant(env: Env) {
     let s = env
-        .scenario(RuntimeOptions {
-            max_detached_per_tenant: Some(1),
-            ..deferred(Concurrency::Drop)
+        .scenario({
+            let mut options = deferred(Concurrency::Drop);
+            options.admission.max_detached_per_tenant = Some(1);
+            options
         })
         .await;
     assert_eq!(s.send("1", "a", "sleep:1000").await, 200);

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use chat_runtime::{Bot, Concurrency, Dispatch, RuntimeOptions};
+use chat_runtime::{Bot, Concurrency, DispatchOptions, RuntimeOptions};
 use chat_state_memory::MemoryState;
 use chat_testkit::ScriptedAdapter;
 use http_body_util::{BodyExt, Full};
@@ -17,12 +17,11 @@ fn bot(adapter: &ScriptedAdapter) -> Bot {
     Bot::builder()
         .state(MemoryState::new())
         .adapter(adapter.clone())
-        .options(RuntimeOptions {
-            dispatch: Dispatch::Deferred,
-            detach_timeout: Duration::from_secs(10),
-            concurrency: Concurrency::queue(),
-            ..RuntimeOptions::default()
-        })
+        .options(
+            RuntimeOptions::default()
+                .dispatch(DispatchOptions::deferred(Duration::from_secs(10)))
+                .concurrency(Concurrency::queue()),
+        )
         .on_new_mention(
             |ctx: chat_runtime::Ctx, e: chat_runtime::Event| async move {
                 ctx.thread()
@@ -234,6 +233,6 @@ async fn a_stalled_body_is_answered_408_at_the_body_deadline() {
         .await
         .unwrap();
     assert_eq!(answer.status(), 408);
-    assert_eq!(started.elapsed(), RuntimeOptions::default().body_timeout);
+    assert_eq!(started.elapsed(), RuntimeOptions::default().timeouts.body);
     assert!(adapter.posts().is_empty());
 }

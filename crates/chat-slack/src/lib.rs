@@ -35,7 +35,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use chat_runtime::{BoxError, Bot, Concurrency, Ctx, Dispatch, Event, RuntimeOptions};
+//! use chat_runtime::{BoxError, Bot, Concurrency, Ctx, DispatchOptions, Event, RuntimeOptions};
 //! use chat_slack::SlackAdapter;
 //! use chat_state_memory::MemoryState;
 //!
@@ -55,12 +55,12 @@
 //!     let bot = Bot::builder()
 //!         .state(MemoryState::new())
 //!         .adapter(slack)
-//!         .options(RuntimeOptions {
-//!             dispatch: Dispatch::Deferred, // ack within Slack's 3 s, then run
-//!             detach_timeout: Duration::from_secs(120),
-//!             concurrency: Concurrency::queue(),
-//!             ..RuntimeOptions::default()
-//!         })
+//!         .options(
+//!             RuntimeOptions::default()
+//!                 // Ack within Slack's 3 s, then run.
+//!                 .dispatch(DispatchOptions::deferred(Duration::from_secs(120)))
+//!                 .concurrency(Concurrency::queue()),
+//!         )
 //!         .on_new_mention(on_mention)
 //!         .on_subscribed_message(on_mention)
 //!         .build()?;

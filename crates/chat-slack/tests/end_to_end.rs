@@ -18,8 +18,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use chat_runtime::{
-    Bot, BoxError, Concurrency, Ctx, Dispatch, Event, Outcome, OutcomeRecord, Replied,
-    RuntimeOptions,
+    Bot, BoxError, Concurrency, Ctx, Dispatch, DispatchOptions, Event, Outcome, OutcomeRecord,
+    Replied, RuntimeOptions,
 };
 use chat_slack::{NO_RETRY_HEADER, SlackAdapter, SlackAdapterBuilder, signature};
 use chat_state_memory::MemoryState;
@@ -55,12 +55,9 @@ fn adapter(fake: &FakeSlack) -> SlackAdapterBuilder {
 }
 
 fn deferred() -> RuntimeOptions {
-    RuntimeOptions {
-        dispatch: Dispatch::Deferred,
-        detach_timeout: Duration::from_secs(30),
-        concurrency: Concurrency::queue(),
-        ..RuntimeOptions::default()
-    }
+    RuntimeOptions::default()
+        .dispatch(DispatchOptions::deferred(Duration::from_secs(30)))
+        .concurrency(Concurrency::queue())
 }
 
 /// Answers a mention in its thread.
@@ -475,9 +472,10 @@ async fn a_slash_command_answers_with_the_handlers_reply() {
         let bot = Bot::builder()
             .state(MemoryState::new())
             .adapter(adapter(&fake).build().unwrap())
-            .options(RuntimeOptions {
-                dispatch,
-                ..deferred()
+            .options({
+                let mut options = deferred();
+                options.dispatch.mode = dispatch;
+                options
             })
             .on_slash_command("/status", on_status)
             .build()
@@ -507,9 +505,10 @@ async fn a_slow_slash_command_is_answered_working_and_replies_later() {
     let bot = Bot::builder()
         .state(MemoryState::new())
         .adapter(adapter(&fake).build().unwrap())
-        .options(RuntimeOptions {
-            ack_timeout: Duration::from_secs(2),
-            ..deferred()
+        .options({
+            let mut options = deferred();
+            options.timeouts.ack = Duration::from_secs(2);
+            options
         })
         .on_any_slash_command(|ctx: Ctx, event: Event| async move {
             tokio::time::sleep(Duration::from_secs(5)).await;
@@ -580,9 +579,10 @@ async fn reply_ephemeral_after_the_response_goes_to_the_response_url() {
     let bot = Bot::builder()
         .state(MemoryState::new())
         .adapter(adapter(&fake).build().unwrap())
-        .options(RuntimeOptions {
-            ack_timeout: Duration::from_secs(2),
-            ..deferred()
+        .options({
+            let mut options = deferred();
+            options.timeouts.ack = Duration::from_secs(2);
+            options
         })
         .on_any_slash_command(move |ctx: Ctx, _event: Event| {
             let seen = Arc::clone(&seen);
@@ -643,9 +643,10 @@ async fn at_capacity_events_get_503_and_slash_commands_a_visible_text() {
     let bot = Bot::builder()
         .state(MemoryState::new())
         .adapter(adapter(&fake).build().unwrap())
-        .options(RuntimeOptions {
-            max_detached: 1,
-            ..deferred()
+        .options({
+            let mut options = deferred();
+            options.admission.max_detached = 1;
+            options
         })
         .observer(outcomes.observer())
         .on_new_mention(move |ctx: Ctx, event: Event| {
@@ -761,9 +762,10 @@ async fn a_429_wait_never_outlasts_the_handlers_deadline() {
     let bot = Bot::builder()
         .state(MemoryState::new())
         .adapter(adapter(&fake).build().unwrap())
-        .options(RuntimeOptions {
-            detach_timeout: Duration::from_secs(2),
-            ..deferred()
+        .options({
+            let mut options = deferred();
+            options.dispatch.detach_timeout = Duration::from_secs(2);
+            options
         })
         .on_new_mention(move |ctx: Ctx, _event: Event| {
             let seen = Arc::clone(&seen);

@@ -15,7 +15,8 @@ use bytes::Bytes;
 use chat_core::{InstallationStore, KvStore, Platform, TenantId, ThreadRef};
 use chat_installations::{EncryptionKey, KeyRing, KvInstallations, MemoryInstallations};
 use chat_runtime::{
-    Bot, BoxError, Concurrency, Ctx, Dispatch, Event, Outcome, OutcomeRecord, RuntimeOptions,
+    AdmissionOptions, Bot, BoxError, Concurrency, Ctx, DispatchOptions, Event, Outcome,
+    OutcomeRecord, RuntimeOptions,
 };
 use chat_slack::{BuildError, SlackAdapter, SlackOAuth, SlackOAuthProvider, signature};
 use chat_state_memory::MemoryState;
@@ -138,12 +139,9 @@ async fn world_with(options: RuntimeOptions, gated: bool) -> World {
 
 async fn world() -> World {
     world_with(
-        RuntimeOptions {
-            dispatch: Dispatch::Deferred,
-            detach_timeout: Duration::from_secs(30),
-            concurrency: Concurrency::queue(),
-            ..RuntimeOptions::default()
-        },
+        RuntimeOptions::default()
+            .dispatch(DispatchOptions::deferred(Duration::from_secs(30)))
+            .concurrency(Concurrency::queue()),
         false,
     )
     .await
@@ -550,14 +548,14 @@ async fn the_installations_own_messages_are_ignored() {
 #[tokio::test]
 async fn one_flooding_workspace_is_refused_at_its_cap_while_another_is_admitted() {
     let w = world_with(
-        RuntimeOptions {
-            dispatch: Dispatch::Deferred,
-            detach_timeout: Duration::from_secs(30),
-            concurrency: Concurrency::queue(),
-            max_detached: 100,
-            max_detached_per_tenant: Some(2),
-            ..RuntimeOptions::default()
-        },
+        RuntimeOptions::default()
+            .dispatch(DispatchOptions::deferred(Duration::from_secs(30)))
+            .concurrency(Concurrency::queue())
+            .admission(
+                AdmissionOptions::default()
+                    .max_detached(100)
+                    .max_detached_per_tenant(2),
+            ),
         true,
     )
     .await;

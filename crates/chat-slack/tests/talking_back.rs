@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chat_core::card::{Button, Card, Field};
-use chat_runtime::{Bot, BoxError, Ctx, Dispatch, Event, RuntimeOptions};
+use chat_runtime::{Bot, BoxError, Ctx, DispatchOptions, Event, RetentionOptions, RuntimeOptions};
 use chat_slack::SlackAdapter;
 use chat_state_memory::MemoryState;
 use chat_testkit::FakeSlack;
@@ -50,11 +50,10 @@ where
     Bot::builder()
         .state(MemoryState::new())
         .adapter(adapter)
-        .options(RuntimeOptions {
-            dispatch: Dispatch::Deferred,
-            detach_timeout: Duration::from_secs(3600),
-            ..RuntimeOptions::default()
-        })
+        .options(
+            RuntimeOptions::default()
+                .dispatch(DispatchOptions::deferred(Duration::from_secs(3600))),
+        )
         .on_new_mention(handler)
         .build()
         .unwrap()
@@ -473,12 +472,11 @@ async fn a_slack_dedupe_mark_lives_for_slacks_retry_horizon() {
         let bot = Bot::builder()
             .state(MemoryState::new())
             .adapter(adapter)
-            .options(RuntimeOptions {
-                dispatch: Dispatch::Deferred,
-                detach_timeout: Duration::from_secs(3600),
-                dedupe_ttl: over,
-                ..RuntimeOptions::default()
-            })
+            .options(
+                RuntimeOptions::default()
+                    .dispatch(DispatchOptions::deferred(Duration::from_secs(3600)))
+                    .retention(RetentionOptions::default().dedupe_ttl(over)),
+            )
             .on_new_mention(|ctx: Ctx, _e: Event| async move {
                 ctx.thread().post("hi").await?;
                 Ok::<_, BoxError>(())

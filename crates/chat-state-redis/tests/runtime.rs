@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chat_runtime::{
-    Bot, Concurrency, Ctx, DebounceOptions, Dispatch, Event, Outcome, OutcomeRecord, RuntimeOptions,
+    Bot, Concurrency, Ctx, DebounceOptions, DispatchOptions, Event, Outcome, OutcomeRecord,
+    RuntimeOptions,
 };
 use chat_state_redis::RedisState;
 use chat_testkit::ScriptedAdapter;
@@ -54,12 +55,11 @@ async fn replicas(concurrency: Concurrency) -> Option<(Vec<Bot>, ScriptedAdapter
         let bot = Bot::builder()
             .state(state)
             .adapter(adapter.clone())
-            .options(RuntimeOptions {
-                dispatch: Dispatch::Deferred,
-                detach_timeout: Duration::from_secs(30),
-                concurrency,
-                ..RuntimeOptions::default()
-            })
+            .options(
+                RuntimeOptions::default()
+                    .dispatch(DispatchOptions::deferred(Duration::from_secs(30)))
+                    .concurrency(concurrency),
+            )
             .observer(move |r: &OutcomeRecord| {
                 if let Ok(mut o) = outcomes.lock() {
                     o.entry(r.event_id.to_string()).or_default().push(r.outcome);

@@ -30,7 +30,8 @@ use async_trait::async_trait;
 use chat_core::state::{Answer, Call, Intercepted, Interceptor, Op};
 use chat_core::{AdmitRequest, Renewal, ScopeKey, StateBackend, StateError, ThreadRef};
 use chat_runtime::{
-    Bot, CancelCause, Concurrency, Ctx, Event, Outcome, OutcomeRecord, RuntimeOptions,
+    Bot, CancelCause, Concurrency, Ctx, DispatchOptions, Event, Outcome, OutcomeRecord,
+    RuntimeOptions,
 };
 use chat_state_memory::MemoryState;
 use chat_state_redis::RedisState;
@@ -149,17 +150,16 @@ impl Clock {
             }
             other => other,
         };
-        RuntimeOptions {
-            concurrency,
-            detach_timeout: s(o.detach_timeout),
-            dedupe_ttl: o.dedupe_ttl.map(s),
-            lock_ttl: s(o.lock_ttl),
-            max_lock_lifetime: s(o.max_lock_lifetime),
-            sync_slot_wait: s(o.sync_slot_wait),
-            ack_timeout: s(o.ack_timeout),
-            sweep_interval: o.sweep_interval.map(s),
-            ..o
-        }
+        let mut o = o;
+        o.concurrency = concurrency;
+        o.dispatch.detach_timeout = s(o.dispatch.detach_timeout);
+        o.retention.dedupe_ttl = o.retention.dedupe_ttl.map(s);
+        o.leases.ttl = s(o.leases.ttl);
+        o.leases.max_lifetime = s(o.leases.max_lifetime);
+        o.timeouts.sync_slot_wait = s(o.timeouts.sync_slot_wait);
+        o.timeouts.ack = s(o.timeouts.ack);
+        o.recovery.sweep_interval = o.recovery.sweep_interval.map(s);
+        o
     }
 
     /// Lets `ms` scenario milliseconds pass.
@@ -326,12 +326,13 @@ pub struct Scenario {
 
 /// Deferred dispatch with a generous detach budget, under `concurrency`.
 pub fn deferred(concurrency: Concurrency) -> RuntimeOptions {
-    RuntimeOptions {
-        dispatch: chat_runtime::Dispatch::Deferred,
-        detach_timeout: Duration::from_secs(60),
-        concurrency,
-        ..RuntimeOptions::default()
-    }
+    RuntimeOptions::default()
+        .dispatch(
+            DispatchOptions::default()
+                .mode(chat_runtime::Dispatch::Deferred)
+                .detach_timeout(Duration::from_secs(60)),
+        )
+        .concurrency(concurrency)
 }
 
 /// The handler; the durations in texts are scenario milliseconds (microseconds
