@@ -2,17 +2,16 @@
 //! on `127.0.0.1`, that records every request and answers each operation as
 //! Linear does unless a scripted answer is queued.
 
+use crate::scaffold::{Call, Fake, Reply};
 use crate::server::{Server, serve};
-use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::post;
@@ -20,7 +19,6 @@ use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use serde_json::{Value, json};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// The header in which Linear gives the end of a rate-limit window, in Unix
@@ -73,46 +71,24 @@ impl LinearCall {
     }
 }
 
-/// One scripted answer of the fake: a status, headers, a body (or the
+/// Linear's GraphQL API, as the platform of a [`Reply`]: `LinearReply`'s own
+/// constructors are Linear's failure answers.
+#[derive(Debug)]
+pub enum LinearApi {}
+
+/// One scripted answer of [`FakeLinear`]: a status, headers, a body (or the
 /// operation's usual success answer) and an optional delay.
-#[derive(Debug, Clone)]
-pub struct LinearReply {
-    status: StatusCode,
-    headers: Vec<(HeaderName, HeaderValue)>,
-    /// `None`: the operation's usual success answer.
-    body: Option<Bytes>,
-    delay: Duration,
-}
+pub type LinearReply = Reply<LinearApi>;
 
-impl LinearReply {
-    /// The operation's usual answer (what an empty script gives); with
-    /// [`after`](Self::after), a slow one.
-    pub fn success() -> Self {
-        Self {
-            status: StatusCode::OK,
-            headers: Vec::new(),
-            body: None,
-            delay: Duration::ZERO,
-        }
-    }
-
-    /// 200 with `value` as the JSON body.
-    pub fn json(value: &Value) -> Self {
-        Self::raw(StatusCode::OK, value.to_string()).with_header(
-            CONTENT_TYPE,
-            HeaderValue::from_static("application/json; charset=utf-8"),
-        )
-    }
-
+impl Reply<LinearApi> {
     /// 400 with a GraphQL error of `code` (`INVALID_INPUT`, `FORBIDDEN`, …), as
     /// Linear reports a failed operation.
     pub fn error(code: &str, message: &str) -> Self {
-        let mut reply = Self::json(&json!({
+        Self::json(&json!({
             "errors": [{ "message": message, "extensions": { "code": code } }],
             "data": null,
-        }));
-        reply.status = StatusCode::BAD_REQUEST;
-        reply
+        }))
+        .with_status(StatusCode::BAD_REQUEST)
     }
 
     /// Linear's rate limit: 400 with a `RATELIMITED` GraphQL error and the end
@@ -129,38 +105,6 @@ impl LinearReply {
     pub fn too_many_requests(retry_after_secs: u64) -> Self {
         Self::raw(StatusCode::TOO_MANY_REQUESTS, Bytes::new())
             .with_header(RETRY_AFTER, HeaderValue::from(retry_after_secs))
-    }
-
-    /// Any status with any body and no headers (a proxy's HTML error page, a
-    /// 500, a malformed answer).
-    pub fn raw(status: StatusCode, body: impl Into<Bytes>) -> Self {
-        Self {
-            status,
-            headers: Vec::new(),
-            body: Some(body.into()),
-            delay: Duration::ZERO,
-        }
-    }
-
-    /// Adds a header; one with the same name is replaced.
-    #[must_use]
-    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
-        self.headers.retain(|(n, _)| *n != name);
-        self.headers.push((name, value));
-        self
-    }
-
-    /// Answers only after `delay` (on tokio's clock); the request is recorded
-    /// on arrival.
-    #[must_use]
-    pub fn after(mut self, delay: Duration) -> Self {
-        self.delay = delay;
-        self
-    }
-
-    /// The status this reply answers with.
-    pub fn status(&self) -> StatusCode {
-        self.status
     }
 }
 
@@ -229,39 +173,33 @@ impl fmt::Debug for FakeLinear {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FakeLinear")
             .field("endpoint", &self.endpoint)
-            .field("calls", &self.shared.lock().calls.len())
+            .field("calls", &self.shared.count())
             .finish_non_exhaustive()
     }
 }
 
-#[derive(Default)]
-struct Shared {
-    record: Mutex<Record>,
-    recorded: Notify,
+type Shared = Fake<LinearCall, LinearApi, Organization>;
+
+impl Call for LinearCall {
+    fn key(&self) -> &str {
+        &self.operation
+    }
 }
 
+/// What the fake Linear holds beyond its requests and script.
 #[derive(Default)]
-struct Record {
-    calls: Vec<LinearCall>,
-    /// Scripted replies, each for one operation (`Some`) or any (`None`).
-    script: VecDeque<(Option<String>, LinearReply)>,
+struct Organization {
     ids: u64,
     /// Ids of the activities and comments created so far.
-    created: std::collections::HashSet<String>,
+    created: HashSet<String>,
     /// `user`'s users, by id.
-    users: std::collections::HashMap<String, Value>,
+    users: HashMap<String, Value>,
     /// Comments (created, or added by the test), as `comment` nodes with
     /// their `parentId`.
     comments: Vec<Value>,
     /// Agent activities (created, or added), as nodes with their
     /// `sessionId`.
     activities: Vec<Value>,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Record> {
-        self.record.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 impl FakeLinear {
@@ -271,7 +209,7 @@ impl FakeLinear {
     pub fn add_user(&self, user: Value) {
         if let Some(id) = user["id"].as_str() {
             let id = id.to_owned();
-            self.shared.lock().users.insert(id, user);
+            self.shared.state(|org| org.users.insert(id, user));
         }
     }
 
@@ -279,14 +217,14 @@ impl FakeLinear {
     /// `Comment` fields (`id`, `body`, `createdAt`, `user`), with `parentId`
     /// for a reply.
     pub fn add_comment(&self, comment: Value) {
-        self.shared.lock().comments.push(comment);
+        self.shared.state(|org| org.comments.push(comment));
     }
 
     /// Adds an activity to session `session_id` (a prompt, say): Linear's
     /// `AgentActivity` fields (`id`, `createdAt`, `user`, `content`).
     pub fn add_activity(&self, session_id: &str, mut activity: Value) {
         activity["sessionId"] = json!(session_id);
-        self.shared.lock().activities.push(activity);
+        self.shared.state(|org| org.activities.push(activity));
     }
 
     /// The id `Viewer` answers: the authenticated (app) user.
@@ -335,15 +273,12 @@ impl FakeLinear {
     /// the first request of it not answered by an earlier scripted reply gets
     /// this one.
     pub fn enqueue(&self, operation: &str, reply: LinearReply) {
-        self.shared
-            .lock()
-            .script
-            .push_back((Some(operation.to_owned()), reply));
+        self.shared.enqueue(Some(operation), reply);
     }
 
     /// Appends `reply` to the script for the next request of any operation.
     pub fn enqueue_any(&self, reply: LinearReply) {
-        self.shared.lock().script.push_back((None, reply));
+        self.shared.enqueue(None, reply);
     }
 
     /// The next `times` requests of `operation` answer 400 with a GraphQL
@@ -364,18 +299,12 @@ impl FakeLinear {
 
     /// Every request so far, in arrival order.
     pub fn calls(&self) -> Vec<LinearCall> {
-        self.shared.lock().calls.clone()
+        self.shared.calls()
     }
 
     /// The requests of one operation so far, in arrival order.
     pub fn calls_of(&self, operation: &str) -> Vec<LinearCall> {
-        self.shared
-            .lock()
-            .calls
-            .iter()
-            .filter(|c| c.operation == operation)
-            .cloned()
-            .collect()
+        self.shared.calls_of(operation)
     }
 
     /// The successful `AgentActivityCreate` requests so far: the activities
@@ -396,39 +325,15 @@ impl FakeLinear {
         count: usize,
         timeout: Duration,
     ) -> Vec<LinearCall> {
-        self.wait_until(timeout, || {
-            let calls = self.calls_of(operation);
-            (calls.len() >= count).then_some(calls)
-        })
-        .await
-        .unwrap_or_else(|| self.calls_of(operation))
+        self.shared
+            .wait_for(|c| c.operation == operation, count, timeout)
+            .await
     }
 
     /// Waits until at least `count` requests of any operation arrived, or
     /// `timeout` (on tokio's clock) passed; returns every request either way.
     pub async fn wait_for_requests(&self, count: usize, timeout: Duration) -> Vec<LinearCall> {
-        self.wait_until(timeout, || {
-            let calls = self.calls();
-            (calls.len() >= count).then_some(calls)
-        })
-        .await
-        .unwrap_or_else(|| self.calls())
-    }
-
-    async fn wait_until<T>(&self, timeout: Duration, check: impl Fn() -> Option<T>) -> Option<T> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let mut recorded = pin!(self.shared.recorded.notified());
-            // Registered before the check, so a request recorded in between
-            // wakes us.
-            recorded.as_mut().enable();
-            if let Some(found) = check() {
-                return Some(found);
-            }
-            if tokio::time::timeout_at(deadline, recorded).await.is_err() {
-                return None;
-            }
-        }
+        self.shared.wait_for(|_| true, count, timeout).await
     }
 }
 
@@ -454,25 +359,20 @@ async fn answer(
         .and_then(Value::as_str)
         .map_or_else(|| operation_in(&query).to_owned(), str::to_owned);
     let variables = body.get("variables").cloned().unwrap_or(Value::Null);
-    let (status, reply_headers, reply_body, delay) = {
-        let mut record = shared.lock();
-        let index = record
-            .script
-            .iter()
-            .position(|(op, _)| op.as_deref().is_none_or(|o| o == operation));
-        let reply = index
-            .and_then(|i| record.script.remove(i))
-            .map_or_else(LinearReply::success, |(_, reply)| reply);
-        let (status, reply_body) = match reply.body {
-            Some(b) => (reply.status, b),
-            None => {
-                let (status, value) = success(&mut record, &operation, &variables);
-                (status, Bytes::from(value.to_string()))
-            }
-        };
-        let ok = status.is_success()
-            && serde_json::from_slice::<Value>(&reply_body).is_ok_and(|v| succeeded(&v));
-        record.calls.push(LinearCall {
+    let (reply, answer) = {
+        let mut book = shared.lock();
+        let (mut reply, answer) = book
+            .scripted(&operation)
+            .body_or(|| success(&mut book.state, &operation, &variables));
+        if !answer.is_empty() && !reply.has_content_type() {
+            reply = reply.with_header(
+                CONTENT_TYPE,
+                HeaderValue::from_static("application/json; charset=utf-8"),
+            );
+        }
+        let ok = reply.status().is_success()
+            && serde_json::from_slice::<Value>(&answer).is_ok_and(|v| succeeded(&v));
+        let call = LinearCall {
             operation,
             query,
             variables,
@@ -481,28 +381,13 @@ async fn answer(
             authorization: header(AUTHORIZATION),
             content_type: header(CONTENT_TYPE),
             at,
-            status,
+            status: reply.status(),
             ok,
-        });
-        let mut reply_headers = reply.headers;
-        if !reply_headers.iter().any(|(n, _)| *n == CONTENT_TYPE) && !reply_body.is_empty() {
-            reply_headers.push((
-                CONTENT_TYPE,
-                HeaderValue::from_static("application/json; charset=utf-8"),
-            ));
-        }
-        (status, reply_headers, reply_body, reply.delay)
+        };
+        shared.record(book, call);
+        (reply, answer)
     };
-    shared.recorded.notify_waiters();
-    if !delay.is_zero() {
-        tokio::time::sleep(delay).await;
-    }
-    let mut response = Response::new(Body::from(reply_body));
-    *response.status_mut() = status;
-    for (name, value) in reply_headers {
-        response.headers_mut().insert(name, value);
-    }
-    response
+    reply.respond(answer).await
 }
 
 /// The operation named in a GraphQL document: `mutation Name(` or
@@ -538,7 +423,7 @@ fn succeeded(answer: &Value) -> bool {
 }
 
 /// What Linear answers when `operation` succeeds, with its status.
-fn success(record: &mut Record, operation: &str, variables: &Value) -> (StatusCode, Value) {
+fn success(record: &mut Organization, operation: &str, variables: &Value) -> (StatusCode, Value) {
     let input = &variables["input"];
     let mut id = || match input.get("id").and_then(Value::as_str) {
         Some(id) => id.to_owned(),

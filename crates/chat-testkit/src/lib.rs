@@ -52,19 +52,21 @@ mod faulty;
 mod flaky_installations;
 mod harness;
 pub mod install_flow;
+mod scaffold;
 mod server;
 pub mod signed;
 
 pub use adapter::{SIGNATURE_HEADER, ScriptedAdapter};
 pub use events::{EventBuilder, user};
-pub use fake_linear::{FakeLinear, LinearCall, LinearReply, RATELIMIT_RESET_HEADER};
+pub use fake_linear::{FakeLinear, LinearApi, LinearCall, LinearReply, RATELIMIT_RESET_HEADER};
 pub use fake_oauth::{
     FakeLinearOAuth, FakeSlackOAuth, LinearOrganization, SlackWorkspace, TokenRequest,
 };
-pub use fake_slack::{FakeSlack, RetryAfter, SlackCall, SlackReply};
+pub use fake_slack::{FakeSlack, RetryAfter, SlackApi, SlackCall, SlackReply};
 pub use faulty::{Fault, Faults, FaultyState, Op};
 pub use flaky_installations::FlakyInstallations;
 pub use harness::{
     Clock, Harness, KvHarness, expect_batch, expect_handoff_run, expect_hold, expect_run,
     expect_wait, ids, ok,
 };
+pub use scaffold::Reply;

@@ -4,12 +4,12 @@
 
 use serde_json::{Value, json};
 
-use super::{FakeSlack, Record, SlackReply};
+use super::{FakeSlack, Workspace};
 
 /// What Slack answers when `method` succeeds.
-pub(super) fn success(record: &mut Record, method: &str, body: &Value) -> SlackReply {
+pub(super) fn success(record: &mut Workspace, method: &str, body: &Value) -> Value {
     let field = |name: &str| body.get(name).cloned().unwrap_or(Value::Null);
-    let answer = match method {
+    match method {
         "chat.postMessage" | "chat.postEphemeral" | "chat.update"
             if invalid_blocks(body).is_some() =>
         {
@@ -125,10 +125,8 @@ pub(super) fn success(record: &mut Record, method: &str, body: &Value) -> SlackR
         "views.open" | "views.push" => {
             let mut view = field("view");
             if let Some(v) = view.as_object_mut() {
-                v.insert(
-                    "id".to_owned(),
-                    json!(format!("V{:010}", record.calls.len())),
-                );
+                record.views += 1;
+                v.insert("id".to_owned(), json!(format!("V{:010}", record.views)));
             }
             json!({ "ok": true, "view": view })
         }
@@ -143,14 +141,13 @@ pub(super) fn success(record: &mut Record, method: &str, body: &Value) -> SlackR
             "is_enterprise_install": false,
         }),
         _ => json!({ "ok": true }),
-    };
-    SlackReply::json(&answer)
+    }
 }
 
 /// `conversations.replies`: the thread's messages posted here (the root and
 /// its replies), oldest first, `limit` per page with a cursor; metadata only
 /// with `include_all_metadata`.
-fn replies(record: &Record, body: &Value) -> Value {
+fn replies(record: &Workspace, body: &Value) -> Value {
     let ts = body.get("ts").cloned().unwrap_or(Value::Null);
     page(
         record,
@@ -162,7 +159,7 @@ fn replies(record: &Record, body: &Value) -> Value {
 
 /// `conversations.history`: the channel's own messages (thread replies
 /// excluded), newest first, as Slack answers it.
-fn history(record: &Record, body: &Value) -> Value {
+fn history(record: &Workspace, body: &Value) -> Value {
     page(
         record,
         body,
@@ -173,7 +170,12 @@ fn history(record: &Record, body: &Value) -> Value {
 
 /// One page (`limit`, `cursor`) of the channel's messages that `keep`
 /// selects, with their metadata when `include_all_metadata` asks for it.
-fn page(record: &Record, body: &Value, keep: impl Fn(&Value) -> bool, newest_first: bool) -> Value {
+fn page(
+    record: &Workspace,
+    body: &Value,
+    keep: impl Fn(&Value) -> bool,
+    newest_first: bool,
+) -> Value {
     let text = |name: &str| body.get(name).and_then(Value::as_str).unwrap_or_default();
     let channel = text("channel");
     let limit = text("limit")
@@ -216,14 +218,14 @@ fn page(record: &Record, body: &Value, keep: impl Fn(&Value) -> bool, newest_fir
 }
 
 /// A new message `ts`: `1700000100.000100`, then `.000101`, ….
-fn next_ts(record: &mut Record) -> String {
+fn next_ts(record: &mut Workspace) -> String {
     let ts = format!("1700000100.{:06}", 100 + record.posts);
     record.posts += 1;
     ts
 }
 
 /// The stored message `body[channel]` / `body[ts_field]` names.
-fn find<'r>(record: &'r mut Record, body: &Value, ts_field: &str) -> Option<&'r mut Value> {
+fn find<'r>(record: &'r mut Workspace, body: &Value, ts_field: &str) -> Option<&'r mut Value> {
     let (channel, ts) = (&body["channel"], &body[ts_field]);
     record
         .messages
@@ -288,7 +290,7 @@ fn invalid_blocks(body: &Value) -> Option<Vec<String>> {
 /// `files.completeUploadExternal`: every file must have been uploaded
 /// (`file_not_found` otherwise); shared into `channel_id` (and `thread_ts`)
 /// as one message with `initial_comment` as its text.
-fn complete_upload(record: &mut Record, body: &Value) -> Value {
+fn complete_upload(record: &mut Workspace, body: &Value) -> Value {
     let files = body["files"].as_array().cloned().unwrap_or_default();
     let ids: Vec<String> = files
         .iter()

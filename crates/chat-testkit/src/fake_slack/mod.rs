@@ -3,13 +3,13 @@
 
 mod methods;
 
+use crate::scaffold::{Call, Fake, Reply};
 use crate::server::{Server, serve};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -21,7 +21,6 @@ use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use serde_json::{Value, json};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// One Web API call the fake received.
@@ -56,24 +55,16 @@ pub enum RetryAfter {
     Body(u64),
 }
 
-/// One scripted answer of the fake: a status, headers and a body.
-#[derive(Debug, Clone)]
-pub struct SlackReply {
-    status: StatusCode,
-    headers: Vec<(HeaderName, HeaderValue)>,
-    body: Bytes,
-    delay: Duration,
-}
+/// The Slack Web API, as the platform of a [`Reply`]: `SlackReply`'s own
+/// constructors are Slack's failure answers.
+#[derive(Debug)]
+pub enum SlackApi {}
 
-impl SlackReply {
-    /// 200 with `value` as the JSON body (include `"ok": true` yourself).
-    pub fn json(value: &Value) -> Self {
-        Self::raw(StatusCode::OK, value.to_string()).with_header(
-            CONTENT_TYPE,
-            HeaderValue::from_static("application/json; charset=utf-8"),
-        )
-    }
+/// One scripted answer of [`FakeSlack`]: a status, headers, a body (or the
+/// method's usual success answer) and an optional delay.
+pub type SlackReply = Reply<SlackApi>;
 
+impl Reply<SlackApi> {
     /// 200 with `{"ok": false, "error": code}`, as Slack reports a failed call.
     pub fn error(code: &str) -> Self {
         Self::json(&json!({ "ok": false, "error": code }))
@@ -82,54 +73,14 @@ impl SlackReply {
     /// 429 with `{"ok": false, "error": "ratelimited"}` and the wait in the
     /// header or in the body.
     pub fn rate_limited(retry_after: RetryAfter) -> Self {
-        let (body, header) = match retry_after {
-            RetryAfter::Header(secs) => (
-                json!({ "ok": false, "error": "ratelimited" }),
-                Some(HeaderValue::from(secs)),
-            ),
-            RetryAfter::Body(secs) => (
-                json!({ "ok": false, "error": "ratelimited", "retry_after": secs }),
-                None,
-            ),
-        };
-        let mut reply = Self::json(&body);
-        reply.status = StatusCode::TOO_MANY_REQUESTS;
-        match header {
-            Some(value) => reply.with_header(RETRY_AFTER, value),
-            None => reply,
+        let limited = |body: Value| Self::json(&body).with_status(StatusCode::TOO_MANY_REQUESTS);
+        match retry_after {
+            RetryAfter::Header(secs) => limited(json!({ "ok": false, "error": "ratelimited" }))
+                .with_header(RETRY_AFTER, HeaderValue::from(secs)),
+            RetryAfter::Body(secs) => {
+                limited(json!({ "ok": false, "error": "ratelimited", "retry_after": secs }))
+            }
         }
-    }
-
-    /// Any status with any body and no headers (a proxy's HTML error page, a
-    /// 500, a malformed answer).
-    pub fn raw(status: StatusCode, body: impl Into<Bytes>) -> Self {
-        Self {
-            status,
-            headers: Vec::new(),
-            body: body.into(),
-            delay: Duration::ZERO,
-        }
-    }
-
-    /// Answers only after `delay` (on tokio's clock); the call is recorded on
-    /// arrival.
-    #[must_use]
-    pub fn after(mut self, delay: Duration) -> Self {
-        self.delay = delay;
-        self
-    }
-
-    /// Adds a header; one with the same name is replaced.
-    #[must_use]
-    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
-        self.headers.retain(|(n, _)| *n != name);
-        self.headers.push((name, value));
-        self
-    }
-
-    /// The status this reply answers with.
-    pub fn status(&self) -> StatusCode {
-        self.status
     }
 }
 
@@ -195,22 +146,25 @@ impl fmt::Debug for FakeSlack {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FakeSlack")
             .field("base_url", &self.base_url)
-            .field("calls", &self.shared.lock().calls.len())
+            .field("calls", &self.shared.count())
             .finish_non_exhaustive()
     }
 }
 
-#[derive(Default)]
-struct Shared {
-    record: Mutex<Record>,
-    recorded: Notify,
+type Shared = Fake<SlackCall, SlackApi, Workspace>;
+
+impl Call for SlackCall {
+    fn key(&self) -> &str {
+        &self.method
+    }
 }
 
+/// What the fake Slack holds beyond its calls and script.
 #[derive(Default)]
-struct Record {
-    calls: Vec<SlackCall>,
-    scripts: HashMap<String, VecDeque<SlackReply>>,
+struct Workspace {
     posts: u64,
+    /// Views opened or pushed, for their ids.
+    views: u64,
     /// Every message of the workspace, in order, as `conversations.replies`
     /// shows it (each with its `channel`): the bot's posts, edited and
     /// deleted as the bot does, and messages added with
@@ -223,12 +177,6 @@ struct Record {
     upload_base: String,
     /// Files: id → (name, bytes uploaded, shared by `completeUploadExternal`).
     files: HashMap<String, (String, Option<Bytes>, bool)>,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Record> {
-        self.record.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 impl FakeSlack {
@@ -263,7 +211,7 @@ impl FakeSlack {
             .route("/upload/{id}", post(upload))
             .with_state(Arc::clone(&shared));
         let (addr, server) = serve(app).await?;
-        shared.lock().upload_base = format!("http://{addr}/upload");
+        shared.state(|ws| ws.upload_base = format!("http://{addr}/upload"));
         Ok(Self {
             shared,
             base_url: format!("http://{addr}/api"),
@@ -292,12 +240,7 @@ impl FakeSlack {
     /// Appends `reply` to `method`'s script: the first call of `method` not
     /// answered by an earlier scripted reply gets this one.
     pub fn enqueue(&self, method: &str, reply: SlackReply) {
-        self.shared
-            .lock()
-            .scripts
-            .entry(method.to_owned())
-            .or_default()
-            .push_back(reply);
+        self.shared.enqueue(Some(method), reply);
     }
 
     /// The next `times` calls of `method` answer `{"ok": false, "error": code}`;
@@ -324,19 +267,19 @@ impl FakeSlack {
         if message.get("type").is_none() {
             message["type"] = json!("message");
         }
-        self.shared.lock().messages.push(message);
+        self.shared.state(|ws| ws.messages.push(message));
     }
 
     /// The messages of thread `ts` in `channel` as they stand now (edits and
     /// deletions applied, streams with what was appended), oldest first.
     pub fn thread(&self, channel: &str, ts: &str) -> Vec<Value> {
-        self.shared
-            .lock()
-            .messages
-            .iter()
-            .filter(|m| m["channel"] == channel && (m["ts"] == ts || m["thread_ts"] == ts))
-            .cloned()
-            .collect()
+        self.shared.state(|ws| {
+            ws.messages
+                .iter()
+                .filter(|m| m["channel"] == channel && (m["ts"] == ts || m["thread_ts"] == ts))
+                .cloned()
+                .collect()
+        })
     }
 
     /// Adds a user for `users.info`: Slack's user object, with at least `id`
@@ -346,13 +289,13 @@ impl FakeSlack {
     pub fn add_user(&self, user: Value) {
         if let Some(id) = user["id"].as_str() {
             let id = id.to_owned();
-            self.shared.lock().users.insert(id, user);
+            self.shared.state(|ws| ws.users.insert(id, user));
         }
     }
 
     /// A file shared with `files.completeUploadExternal`: its name and bytes.
     pub fn file(&self, id: &str) -> Option<(String, Bytes)> {
-        match self.shared.lock().files.get(id) {
+        match self.shared.lock().state.files.get(id) {
             Some((name, Some(bytes), true)) => Some((name.clone(), bytes.clone())),
             _ => None,
         }
@@ -360,18 +303,12 @@ impl FakeSlack {
 
     /// Every call so far, in arrival order.
     pub fn calls(&self) -> Vec<SlackCall> {
-        self.shared.lock().calls.clone()
+        self.shared.calls()
     }
 
     /// The calls of one method so far, in arrival order.
     pub fn calls_of(&self, method: &str) -> Vec<SlackCall> {
-        self.shared
-            .lock()
-            .calls
-            .iter()
-            .filter(|c| c.method == method)
-            .cloned()
-            .collect()
+        self.shared.calls_of(method)
     }
 
     /// The successful `chat.postMessage` calls so far: what was really posted.
@@ -405,19 +342,9 @@ impl FakeSlack {
         count: usize,
         timeout: Duration,
     ) -> Vec<SlackCall> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let mut recorded = pin!(self.shared.recorded.notified());
-            // Registered before the check, so a call recorded in between wakes us.
-            recorded.as_mut().enable();
-            let calls = self.calls_of(method);
-            if calls.len() >= count {
-                return calls;
-            }
-            if tokio::time::timeout_at(deadline, recorded).await.is_err() {
-                return self.calls_of(method);
-            }
-        }
+        self.shared
+            .wait_for(|c| c.method == method, count, timeout)
+            .await
     }
 }
 
@@ -448,38 +375,31 @@ async fn answer(
     };
     let authorization = header(AUTHORIZATION);
     let content_type = header(CONTENT_TYPE);
-    let reply = {
-        let mut record = shared.lock();
-        let scripted = record
-            .scripts
-            .get_mut(&method)
-            .and_then(VecDeque::pop_front);
-        let reply = scripted.unwrap_or_else(|| methods::success(&mut record, &method, &body));
-        let ok = reply.status.is_success()
-            && serde_json::from_slice::<Value>(&reply.body)
+    let (reply, answer) = {
+        let mut book = shared.lock();
+        let (reply, answer) = book.scripted(&method).body_or(|| {
+            (
+                StatusCode::OK,
+                methods::success(&mut book.state, &method, &body),
+            )
+        });
+        let ok = reply.status().is_success()
+            && serde_json::from_slice::<Value>(&answer)
                 .is_ok_and(|v| v.get("ok").and_then(Value::as_bool) == Some(true));
-        record.calls.push(SlackCall {
+        let call = SlackCall {
             method,
             body,
             raw_body,
             authorization,
             content_type,
             at,
-            status: reply.status,
+            status: reply.status(),
             ok,
-        });
-        reply
+        };
+        shared.record(book, call);
+        (reply, answer)
     };
-    shared.recorded.notify_waiters();
-    if !reply.delay.is_zero() {
-        tokio::time::sleep(reply.delay).await;
-    }
-    let mut response = Response::new(Body::from(reply.body));
-    *response.status_mut() = reply.status;
-    for (name, value) in reply.headers {
-        response.headers_mut().insert(name, value);
-    }
-    response
+    reply.respond(answer).await
 }
 
 /// The bytes of a file, posted to the URL `files.getUploadURLExternal`
@@ -490,8 +410,8 @@ async fn upload(
     Path(id): Path<String>,
     raw_body: Bytes,
 ) -> Response {
-    let mut record = shared.lock();
-    let known = match record.files.get_mut(&id) {
+    let mut book = shared.lock();
+    let known = match book.state.files.get_mut(&id) {
         Some(file) => {
             file.1 = Some(raw_body.clone());
             true
@@ -503,7 +423,7 @@ async fn upload(
     } else {
         StatusCode::NOT_FOUND
     };
-    record.calls.push(SlackCall {
+    let call = SlackCall {
         method: "upload".to_owned(),
         body: json!({ "file_id": id }),
         raw_body,
@@ -512,9 +432,8 @@ async fn upload(
         at: Instant::now(),
         status,
         ok: known,
-    });
-    drop(record);
-    shared.recorded.notify_waiters();
+    };
+    shared.record(book, call);
     let mut response = Response::new(Body::from(if known { "OK" } else { "" }));
     *response.status_mut() = status;
     response
@@ -531,7 +450,7 @@ async fn response_url(
     let content_type = headers
         .get(CONTENT_TYPE)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    shared.lock().calls.push(SlackCall {
+    let call = SlackCall {
         method: "response_url".to_owned(),
         body,
         raw_body,
@@ -540,7 +459,7 @@ async fn response_url(
         at: Instant::now(),
         status: StatusCode::OK,
         ok: true,
-    });
-    shared.recorded.notify_waiters();
+    };
+    shared.record(shared.lock(), call);
     Response::new(Body::from("ok"))
 }
