@@ -3,6 +3,10 @@
 //! token refresh before expiry, and signed deliveries through the runtime
 //! answered with each organization's own token (the fake GraphQL API records
 //! every request's `Authorization` header).
+//!
+//! The rules every platform keeps run as chat-testkit's installation-mode
+//! suite; what is Linear's own (the agent's authorize link, token refresh,
+//! client authentication, the viewer query) is tested below it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,8 +14,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use async_trait::async_trait;
 use bytes::Bytes;
-use chat_core::{Installation, InstallationStore, KvStore, Platform, TenantId};
+use chat_core::{
+    Installation, InstallationStore, KvStore, Platform, StateBackend, Subscriptions, TenantId,
+    ThreadRef,
+};
 use chat_installations::{EncryptionKey, KeyRing, KvInstallations, MemoryInstallations};
 use chat_linear::{
     BuildError, ClientAuth, LinearAdapter, LinearOAuth, LinearOAuthProvider, signature,
@@ -20,6 +28,7 @@ use chat_runtime::{
     Bot, BoxError, Concurrency, Ctx, DispatchOptions, Event, Outcome, OutcomeRecord, RuntimeOptions,
 };
 use chat_state_memory::MemoryState;
+use chat_testkit::install_mode::{Answer, InstallModeFixture};
 use chat_testkit::{FakeLinear, FakeLinearOAuth, FlakyInstallations, LinearOrganization};
 use http::StatusCode;
 use serde_json::{Value, json};
@@ -260,13 +269,124 @@ async fn deliver(w: &World, body: &Value, id: &str) -> http::Response<Bytes> {
     w.bot.handle("linear", delivery(body, id)).await
 }
 
-// ------------------------------------------------------------ the tests
+// ------------------------------------------------------------ the suite
+
+#[async_trait]
+impl InstallModeFixture for World {
+    fn platform(&self) -> Platform {
+        Platform::LINEAR
+    }
+
+    fn accounts(&self) -> [&'static str; 3] {
+        ["org-1", "org-2", "org-9"]
+    }
+
+    async fn install(&self, account: &str) -> StatusCode {
+        install(self, account).await
+    }
+
+    fn installations(&self) -> &FlakyInstallations {
+        &self.store
+    }
+
+    async fn stored_bytes(&self, tenant: &TenantId) -> Option<Vec<u8>> {
+        let key = self.kv.kv_key(Platform::LINEAR, tenant);
+        self.state.get(&key).await.unwrap().map(|b| b.to_vec())
+    }
+
+    fn secrets(&self, account: &str) -> Vec<String> {
+        let mut secrets = self.accounts.access_tokens(account);
+        secrets.extend(["lin_oat_".to_owned(), "lin_ort_".to_owned()]);
+        secrets
+    }
+
+    fn authorization(&self, account: &str) -> String {
+        format!(
+            "Bearer {}",
+            self.accounts.access_tokens(account).pop().unwrap()
+        )
+    }
+
+    async fn deliver_mention(&self, account: &str, id: &str) -> StatusCode {
+        deliver(self, &session_created(account), id).await.status()
+    }
+
+    async fn deliver_own_message(&self, account: &str, id: &str) -> StatusCode {
+        // A comment by the agent's own app user in a subscribed thread, which
+        // would answer it otherwise.
+        let thread = InstallModeFixture::thread(self, account);
+        self.state
+            .subscribe(&thread, chat_core::DEFAULT_SUBSCRIPTION_TTL)
+            .await
+            .unwrap();
+        let own = comment(account, "c-1", &format!("app-user-{account}"), None);
+        deliver(self, &own, id).await.status()
+    }
+
+    async fn deliver_uninstall(&self, account: &str, id: &str) -> StatusCode {
+        deliver(self, &revoked(account), id).await.status()
+    }
+
+    async fn idle(&self) -> bool {
+        self.bot.idle(PATIENCE).await
+    }
+
+    fn answers(&self) -> Vec<Answer> {
+        self.api
+            .activities()
+            .into_iter()
+            .filter(|a| a.activity_type() == Some("response"))
+            .map(|a| Answer {
+                text: a.activity_body().unwrap_or_default().to_owned(),
+                authorization: a.authorization,
+            })
+            .collect()
+    }
+
+    fn api_calls(&self) -> usize {
+        self.api.calls().len()
+    }
+
+    fn outcomes(&self) -> Vec<(&'static str, &'static str)> {
+        self.outcomes
+            .all()
+            .into_iter()
+            .map(|(o, r)| (o.name(), r))
+            .collect()
+    }
+
+    fn state(&self) -> Arc<dyn StateBackend> {
+        self.state.clone()
+    }
+
+    fn thread(&self, tenant: &str) -> ThreadRef {
+        chat_linear::thread::comment_thread(tenant, ISSUE, "c-1")
+    }
+
+    fn build_with_credential_and_installations(&self) -> Result<(), String> {
+        let both = LinearAdapter::builder()
+            .signing_secret(WEBHOOK_SECRET)
+            .access_token("lin_oauth")
+            .installations(self.store.clone())
+            .build();
+        both.map(drop).map_err(|e| e.to_string())
+    }
+
+    fn build_without_credentials(&self) -> Result<(), String> {
+        let neither = LinearAdapter::builder()
+            .signing_secret(WEBHOOK_SECRET)
+            .build();
+        neither.map(drop).map_err(|e| e.to_string())
+    }
+}
+
+chat_testkit::install_mode_conformance!(world());
+
+// ------------------------------------------------------------ Linear's own
 
 #[tokio::test]
-async fn each_organization_installs_sealed_and_is_answered_with_its_own_token() {
+async fn the_authorize_link_is_an_agents() {
     let w = world().await;
-
-    // The authorize link is an agent's: actor=app, the agent scopes.
     let (url, _) = w.oauth.authorize().unwrap();
     let query = url.parse::<http::Uri>().unwrap();
     let q: std::collections::HashMap<String, String> =
@@ -276,100 +396,25 @@ async fn each_organization_installs_sealed_and_is_answered_with_its_own_token() 
     assert_eq!(q["scope"], "read,write,app:assignable,app:mentionable");
     assert_eq!(q["redirect_uri"], REDIRECT);
 
-    for org in ["org-1", "org-2"] {
-        assert_eq!(install(&w, org).await, StatusCode::OK);
-    }
-    for org in ["org-1", "org-2"] {
-        let tenant = TenantId::new(org);
-        let installation = w
-            .store
-            .get(Platform::LINEAR, &tenant)
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            installation.bot_user_id.as_deref(),
-            Some(format!("app-user-{org}").as_str()),
-            "the app user, from the viewer query"
-        );
-        assert_eq!(
-            installation.app_id.as_deref(),
-            Some(FakeLinearOAuth::CLIENT_ID)
-        );
-        assert!(installation.refresh_token.is_some());
-        assert!(installation.expires_at_ms.is_some_and(|at| at > now_ms()));
-        assert!(installation.scopes.contains(&"app:mentionable".to_owned()));
-        let stored = w
-            .state
-            .get(&w.kv.kv_key(Platform::LINEAR, &tenant))
-            .await
-            .unwrap()
-            .unwrap();
-        let text = String::from_utf8_lossy(&stored);
-        assert!(!text.contains("lin_oat_"), "{text}");
-        assert!(!text.contains("lin_ort_"), "{text}");
-    }
-
-    // The same session id in two organizations: each answered with its own
-    // token (the first thought and the response).
-    for (n, org) in ["org-1", "org-2"].into_iter().enumerate() {
-        let answer = deliver(&w, &session_created(org), &format!("delivery-{n}")).await;
-        assert_eq!(answer.status(), StatusCode::OK);
-    }
-    assert!(w.bot.idle(PATIENCE).await);
-    let activities = w.api.activities();
-    let tokens: Vec<String> = ["org-1", "org-2"]
-        .iter()
-        .map(|org| format!("Bearer {}", w.accounts.access_tokens(org).pop().unwrap()))
-        .collect();
-    // Each answer (and the first thought, when the handler was slower than
-    // it) with its organization's token, never the other's.
-    let responses: Vec<_> = activities
-        .iter()
-        .filter(|a| a.activity_type() == Some("response"))
-        .collect();
-    assert_eq!(responses.len(), 2, "{:?}", w.outcomes.all());
-    for (org, token) in ["org-1", "org-2"].iter().zip(&tokens) {
-        let response = responses
-            .iter()
-            .find(|a| a.activity_body() == Some(format!("answer for {org}").as_str()))
-            .unwrap();
-        assert_eq!(response.authorization.as_deref(), Some(token.as_str()));
-    }
-    assert!(
-        activities
-            .iter()
-            .all(|a| tokens.contains(a.authorization.as_ref().unwrap()))
-    );
-}
-
-#[tokio::test]
-async fn an_unknown_organization_is_ignored_and_a_store_failure_answers_500() {
-    let w = world().await;
-    install(&w, "org-1").await;
-    let answer = deliver(&w, &session_created("org-9"), "d-unknown").await;
-    assert_eq!(answer.status(), StatusCode::OK);
-    assert!(w.bot.idle(PATIENCE).await);
-    assert!(w.api.calls().is_empty());
+    assert_eq!(install(&w, "org-1").await, StatusCode::OK);
+    let installation = w
+        .store
+        .get(Platform::LINEAR, &"org-1".into())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
-        w.outcomes.all(),
-        [(Outcome::Ignored, "unknown-installation")]
+        installation.bot_user_id.as_deref(),
+        Some("app-user-org-1"),
+        "the app user, from the viewer query"
     );
-
-    w.store.set_down(true);
-    let answer = deliver(&w, &session_created("org-1"), "d-down").await;
-    assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
-    w.store.set_down(false);
-    let retry = deliver(&w, &session_created("org-1"), "d-down").await;
-    assert_eq!(retry.status(), StatusCode::OK);
-    assert!(w.bot.idle(PATIENCE).await);
-    let responses = w
-        .api
-        .activities()
-        .into_iter()
-        .filter(|a| a.activity_type() == Some("response"))
-        .count();
-    assert_eq!(responses, 1);
+    assert_eq!(
+        installation.app_id.as_deref(),
+        Some(FakeLinearOAuth::CLIENT_ID)
+    );
+    assert!(installation.refresh_token.is_some());
+    assert!(installation.expires_at_ms.is_some_and(|at| at > now_ms()));
+    assert!(installation.scopes.contains(&"app:mentionable".to_owned()));
 }
 
 #[tokio::test]
@@ -474,81 +519,6 @@ async fn an_expired_token_whose_refresh_fails_is_an_error_not_a_silent_call() {
 }
 
 #[tokio::test]
-async fn a_revoked_app_deletes_the_installation_and_own_comments_are_ignored() {
-    let w = world().await;
-    install(&w, "org-1").await;
-    install(&w, "org-2").await;
-
-    // A comment by the agent's own app user in org-1 (a subscribed thread
-    // would answer it otherwise).
-    let thread = chat_linear::thread::comment_thread("org-1", ISSUE, "c-1");
-    w.bot
-        .state()
-        .subscribe(&thread, chat_core::DEFAULT_SUBSCRIPTION_TTL)
-        .await
-        .unwrap();
-    let own = deliver(
-        &w,
-        &comment("org-1", "c-1", "app-user-org-1", None),
-        "d-own",
-    )
-    .await;
-    assert_eq!(own.status(), StatusCode::OK);
-    let human = deliver(
-        &w,
-        &comment("org-1", "c-2", "user-7", Some("c-1")),
-        "d-human",
-    )
-    .await;
-    assert_eq!(human.status(), StatusCode::OK);
-    assert!(w.bot.idle(PATIENCE).await);
-    assert_eq!(w.api.calls_of("CommentCreate").len(), 1);
-
-    let org2 = chat_linear::thread::comment_thread("org-2", ISSUE, "c-9");
-    w.bot
-        .state()
-        .subscribe(&org2, chat_core::DEFAULT_SUBSCRIPTION_TTL)
-        .await
-        .unwrap();
-    let answer = deliver(&w, &revoked("org-2"), "d-revoked").await;
-    assert_eq!(answer.status(), StatusCode::OK);
-    // The revoked organization's subscriptions go, in the background.
-    assert!(w.bot.idle(PATIENCE).await);
-    assert!(!w.bot.state().is_subscribed(&org2).await.unwrap());
-    assert!(w.bot.state().is_subscribed(&thread).await.unwrap());
-    assert!(
-        w.store
-            .get(Platform::LINEAR, &"org-2".into())
-            .await
-            .unwrap()
-            .is_none()
-    );
-    assert!(
-        w.store
-            .get(Platform::LINEAR, &"org-1".into())
-            .await
-            .unwrap()
-            .is_some()
-    );
-    let after = deliver(&w, &session_created("org-2"), "d-after").await;
-    assert_eq!(after.status(), StatusCode::OK);
-    assert!(w.bot.idle(PATIENCE).await);
-    let outcomes = w.outcomes.all();
-    assert!(
-        outcomes.contains(&(Outcome::Ignored, "own-message")),
-        "{outcomes:?}"
-    );
-    assert!(
-        outcomes.contains(&(Outcome::Ignored, "app-revoked")),
-        "{outcomes:?}"
-    );
-    assert!(
-        outcomes.contains(&(Outcome::Ignored, "unknown-installation")),
-        "{outcomes:?}"
-    );
-}
-
-#[tokio::test]
 async fn http_basic_client_authentication_is_available() {
     let w = world().await;
     let oauth = oauth_builder_with(&w.accounts, w.store.clone(), ClientAuth::Basic)
@@ -565,14 +535,8 @@ async fn http_basic_client_authentication_is_available() {
 }
 
 #[tokio::test]
-async fn the_builders_refuse_mixed_or_missing_settings() {
+async fn token_refresh_and_the_oauth_builder_refuse_missing_settings() {
     let store: Arc<dyn InstallationStore> = Arc::new(MemoryInstallations::new());
-    let both = LinearAdapter::builder()
-        .signing_secret(WEBHOOK_SECRET)
-        .access_token("lin_oauth")
-        .installations(Arc::clone(&store))
-        .build();
-    assert!(matches!(both, Err(BuildError::CredentialAndInstallations)));
     let accounts = FakeLinearOAuth::start().await;
     let oauth = oauth_builder(&accounts, Arc::clone(&store))
         .build()

@@ -2,17 +2,23 @@
 //! Slack OAuth server, installations sealed in the state backend's KV, and
 //! signed deliveries through the runtime answered with each workspace's own
 //! token (the fake Web API records every call's `Authorization` header).
+//!
+//! The rules every platform keeps run as chat-testkit's installation-mode
+//! suite; what is Slack's own (org-wide installs, revoked tokens, classic bot
+//! messages, per-workspace caps) is tested below it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use chat_core::Subscriptions;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use async_trait::async_trait;
 use bytes::Bytes;
-use chat_core::{InstallationStore, KvStore, Platform, TenantId, ThreadRef};
+use chat_core::{
+    InstallationStore, KvStore, Platform, StateBackend, Subscriptions, TenantId, ThreadRef,
+};
 use chat_installations::{EncryptionKey, KeyRing, KvInstallations, MemoryInstallations};
 use chat_runtime::{
     AdmissionOptions, Bot, BoxError, Concurrency, Ctx, DispatchOptions, Event, Outcome,
@@ -20,6 +26,7 @@ use chat_runtime::{
 };
 use chat_slack::{BuildError, SlackAdapter, SlackOAuth, SlackOAuthProvider, signature};
 use chat_state_memory::MemoryState;
+use chat_testkit::install_mode::{Answer, InstallModeFixture};
 use chat_testkit::{FakeSlack, FakeSlackOAuth, FlakyInstallations, SlackWorkspace};
 use common::SECRET;
 use http::StatusCode;
@@ -267,104 +274,124 @@ async fn deliver(w: &World, body: &Value) -> http::Response<Bytes> {
     w.bot.handle("slack", delivery(body)).await
 }
 
-// ------------------------------------------------------------ the tests
+// ------------------------------------------------------------ the suite
 
-#[tokio::test]
-async fn each_workspace_installs_sealed_and_is_answered_with_its_own_token() {
-    let w = world().await;
-    for team in ["T1", "T2"] {
-        let done = install(&w, team).await;
-        assert_eq!(done.status(), StatusCode::OK, "{:?}", done.body());
-        let cleared = done.headers().get(http::header::SET_COOKIE).unwrap();
-        assert!(cleared.to_str().unwrap().contains("Max-Age=0"));
+#[async_trait]
+impl InstallModeFixture for World {
+    fn platform(&self) -> Platform {
+        Platform::SLACK
     }
 
-    // Stored under the team id, with the bot's identity, and sealed.
-    for team in ["T1", "T2"] {
-        let tenant = TenantId::new(team);
-        let installation = w
-            .store
-            .get(Platform::SLACK, &tenant)
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(installation.access_token.expose(), token(team));
-        assert_eq!(
-            installation.bot_user_id.as_deref(),
-            Some(format!("U{team}").as_str())
-        );
-        assert_eq!(
-            installation.bot_id.as_deref(),
-            Some(format!("B{team}").as_str())
-        );
-        assert_eq!(installation.app_id.as_deref(), Some("A0FAKEAPP"));
-        assert_eq!(installation.scopes, ["app_mentions:read", "chat:write"]);
-        let stored = w
-            .state
-            .get(&w.kv.kv_key(Platform::SLACK, &tenant))
-            .await
-            .unwrap()
-            .unwrap();
-        let text = String::from_utf8_lossy(&stored);
-        assert!(!text.contains(&token(team)), "the token is sealed: {text}");
-        assert!(!text.contains("xoxb"), "{text}");
+    fn accounts(&self) -> [&'static str; 3] {
+        ["T1", "T2", "T9"]
     }
-    let exchanges = w.accounts.token_requests();
-    assert_eq!(exchanges.len(), 2);
-    assert!(exchanges.iter().all(|e| e.error.is_none()));
 
-    // The same channel id and ts in both workspaces: two users' actions, each
-    // answered with its own workspace's token.
-    for team in ["T1", "T2"] {
-        let answer = deliver(&w, &mention(team, &format!("Ev{team}"), TS)).await;
-        assert_eq!(answer.status(), StatusCode::OK);
+    async fn install(&self, account: &str) -> StatusCode {
+        let done = install(self, account).await;
+        if done.status() == StatusCode::OK {
+            let cleared = done.headers().get(http::header::SET_COOKIE).unwrap();
+            assert!(cleared.to_str().unwrap().contains("Max-Age=0"));
+        }
+        done.status()
     }
-    assert!(w.bot.idle(PATIENCE).await);
-    let posts = w.api.posts();
-    assert_eq!(posts.len(), 2, "{:?}", w.outcomes.all());
-    for team in ["T1", "T2"] {
-        let post = posts
-            .iter()
-            .find(|p| p.body["text"].as_str().unwrap().contains(team))
-            .unwrap();
-        assert_eq!(
-            post.authorization.as_deref(),
-            Some(format!("Bearer {}", token(team)).as_str())
+
+    fn installations(&self) -> &FlakyInstallations {
+        &self.store
+    }
+
+    async fn stored_bytes(&self, tenant: &TenantId) -> Option<Vec<u8>> {
+        let key = self.kv.kv_key(Platform::SLACK, tenant);
+        self.state.get(&key).await.unwrap().map(|b| b.to_vec())
+    }
+
+    fn secrets(&self, account: &str) -> Vec<String> {
+        vec![token(account), "xoxb".to_owned()]
+    }
+
+    fn authorization(&self, account: &str) -> String {
+        format!("Bearer {}", token(account))
+    }
+
+    async fn deliver_mention(&self, account: &str, id: &str) -> StatusCode {
+        deliver(self, &mention(account, id, TS)).await.status()
+    }
+
+    async fn deliver_own_message(&self, account: &str, id: &str) -> StatusCode {
+        // A classic `bot_message` names only the installation's bot id: it is
+        // recognized when the installation is resolved (other bots are not
+        // ignored in this world).
+        let classic = envelope(
+            account,
+            None,
+            id,
+            json!({"type": "message", "subtype": "bot_message", "bot_id": format!("B{account}"),
+                   "channel": CHANNEL, "text": format!("<@U{account}> classic echo"),
+                   "ts": "1700000002.000002"}),
         );
-        assert_eq!(post.body["thread_ts"], TS);
+        deliver(self, &classic).await.status()
+    }
+
+    async fn deliver_uninstall(&self, account: &str, id: &str) -> StatusCode {
+        let gone = envelope(account, None, id, json!({"type": "app_uninstalled"}));
+        deliver(self, &gone).await.status()
+    }
+
+    async fn idle(&self) -> bool {
+        self.bot.idle(PATIENCE).await
+    }
+
+    fn answers(&self) -> Vec<Answer> {
+        self.api
+            .posts()
+            .into_iter()
+            .map(|p| {
+                assert_eq!(p.body["thread_ts"], TS);
+                Answer {
+                    text: p.body["text"].as_str().unwrap_or_default().to_owned(),
+                    authorization: p.authorization,
+                }
+            })
+            .collect()
+    }
+
+    fn api_calls(&self) -> usize {
+        self.api.calls().len()
+    }
+
+    fn outcomes(&self) -> Vec<(&'static str, &'static str)> {
+        self.outcomes
+            .all()
+            .into_iter()
+            .map(|(o, r)| (o.name(), r))
+            .collect()
+    }
+
+    fn state(&self) -> Arc<dyn StateBackend> {
+        self.state.clone()
+    }
+
+    fn thread(&self, tenant: &str) -> ThreadRef {
+        ThreadRef::new(Platform::SLACK, tenant, "C1", TS)
+    }
+
+    fn build_with_credential_and_installations(&self) -> Result<(), String> {
+        let both = SlackAdapter::builder()
+            .signing_secret(SECRET)
+            .bot_token("xoxb-1")
+            .installations(self.store.clone())
+            .build();
+        both.map(drop).map_err(|e| e.to_string())
+    }
+
+    fn build_without_credentials(&self) -> Result<(), String> {
+        let neither = SlackAdapter::builder().signing_secret(SECRET).build();
+        neither.map(drop).map_err(|e| e.to_string())
     }
 }
 
-#[tokio::test]
-async fn an_unknown_workspace_is_acknowledged_and_ignored() {
-    let w = world().await;
-    install(&w, "T1").await;
-    let answer = deliver(&w, &mention("T9", "EvT9", TS)).await;
-    assert_eq!(answer.status(), StatusCode::OK);
-    assert!(w.bot.idle(PATIENCE).await);
-    assert!(w.api.calls().is_empty());
-    assert_eq!(
-        w.outcomes.all(),
-        [(Outcome::Ignored, "unknown-installation")]
-    );
-}
+chat_testkit::install_mode_conformance!(world());
 
-#[tokio::test]
-async fn a_store_failure_answers_500_and_the_retry_runs() {
-    let w = world().await;
-    install(&w, "T1").await;
-    w.store.set_down(true);
-    let answer = deliver(&w, &mention("T1", "EvDown", TS)).await;
-    assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
-    assert_eq!(w.outcomes.all(), [(Outcome::Rejected, "resolve-failed")]);
-
-    // Nothing was marked: Slack's retry runs once the store is back.
-    w.store.set_down(false);
-    let retry = deliver(&w, &mention("T1", "EvDown", TS)).await;
-    assert_eq!(retry.status(), StatusCode::OK);
-    assert!(w.bot.idle(PATIENCE).await);
-    assert_eq!(w.api.posts().len(), 1);
-}
+// ------------------------------------------------------------ Slack's own
 
 #[tokio::test]
 async fn an_org_wide_install_is_keyed_by_its_enterprise() {
@@ -405,17 +432,14 @@ async fn an_org_wide_install_is_keyed_by_its_enterprise() {
 }
 
 #[tokio::test]
-async fn uninstalls_and_revoked_bot_tokens_delete_the_installation() {
+async fn revoked_bot_tokens_delete_the_installation_and_revoked_user_tokens_do_not() {
     let w = world().await;
     install(&w, "T1").await;
-    install(&w, "T2").await;
-    let thread = |tenant: &str| ThreadRef::new(Platform::SLACK, tenant, "C1", TS);
-    for tenant in ["T1", "T2", "T3"] {
-        w.state
-            .subscribe(&thread(tenant), Duration::from_secs(3600))
-            .await
-            .unwrap();
-    }
+    let thread = ThreadRef::new(Platform::SLACK, "T1", "C1", TS);
+    w.state
+        .subscribe(&thread, Duration::from_secs(3600))
+        .await
+        .unwrap();
 
     // Revoked user tokens leave the bot installed.
     let users_only = envelope(
@@ -425,13 +449,17 @@ async fn uninstalls_and_revoked_bot_tokens_delete_the_installation() {
         json!({"type": "tokens_revoked", "tokens": {"oauth": ["UINSTALLER"], "bot": []}}),
     );
     assert_eq!(deliver(&w, &users_only).await.status(), StatusCode::OK);
-    assert!(
-        w.store
-            .get(Platform::SLACK, &"T1".into())
-            .await
-            .unwrap()
-            .is_some()
-    );
+    let installed = |w: &World| {
+        let store = w.store.clone();
+        async move {
+            store
+                .get(Platform::SLACK, &"T1".into())
+                .await
+                .unwrap()
+                .is_some()
+        }
+    };
+    assert!(installed(&w).await);
 
     let bot_revoked = envelope(
         "T1",
@@ -440,78 +468,29 @@ async fn uninstalls_and_revoked_bot_tokens_delete_the_installation() {
         json!({"type": "tokens_revoked", "tokens": {"bot": ["UT1"]}}),
     );
     assert_eq!(deliver(&w, &bot_revoked).await.status(), StatusCode::OK);
-    assert!(
-        w.store
-            .get(Platform::SLACK, &"T1".into())
-            .await
-            .unwrap()
-            .is_none()
-    );
-
-    let uninstalled = envelope("T2", None, "EvGone", json!({"type": "app_uninstalled"}));
-    assert_eq!(deliver(&w, &uninstalled).await.status(), StatusCode::OK);
-    // Slack's retry of the uninstall is harmless.
-    assert_eq!(deliver(&w, &uninstalled).await.status(), StatusCode::OK);
-    assert!(
-        w.store
-            .get(Platform::SLACK, &"T2".into())
-            .await
-            .unwrap()
-            .is_none()
-    );
-
-    // Their subscriptions went with them, in the background; others stay.
+    assert!(!installed(&w).await);
     assert!(w.bot.idle(PATIENCE).await);
-    assert!(!w.state.is_subscribed(&thread("T1")).await.unwrap());
-    assert!(!w.state.is_subscribed(&thread("T2")).await.unwrap());
-    assert!(w.state.is_subscribed(&thread("T3")).await.unwrap());
-
-    // Later deliveries from those workspaces are ignored, not answered.
-    deliver(&w, &mention("T1", "EvAfter1", TS)).await;
-    deliver(&w, &mention("T2", "EvAfter2", TS)).await;
-    assert!(w.bot.idle(PATIENCE).await);
-    assert!(w.api.calls().is_empty());
+    assert!(!w.state.is_subscribed(&thread).await.unwrap());
     assert_eq!(
         w.outcomes.all(),
         [
             (Outcome::Ignored, "user-tokens-revoked"),
             (Outcome::Ignored, "tokens-revoked"),
-            (Outcome::Ignored, "app-uninstalled"),
-            (Outcome::Ignored, "app-uninstalled"),
-            (Outcome::Ignored, "unknown-installation"),
-            (Outcome::Ignored, "unknown-installation"),
         ]
-    );
-
-    // A store that cannot delete makes Slack retry the uninstall.
-    install(&w, "T2").await;
-    w.store.set_down(true);
-    let again = envelope("T2", None, "EvGone2", json!({"type": "app_uninstalled"}));
-    assert_eq!(
-        deliver(&w, &again).await.status(),
-        StatusCode::INTERNAL_SERVER_ERROR
     );
 }
 
 #[tokio::test]
-async fn the_installations_own_messages_are_ignored() {
+async fn the_bot_user_is_recognized_while_parsing_and_other_bots_are_answered() {
     let w = world().await;
     install(&w, "T1").await;
-    // Other bots are not ignored in this world, so only the installation's
-    // identity can recognize these as the bot's own.
+    // Other bots are not ignored in this world.
     let own_user = envelope(
         "T1",
         None,
         "EvOwn1",
         json!({"type": "message", "user": "UT1", "bot_id": "BT1", "channel": CHANNEL,
                "text": "<@UT1> echo", "ts": "1700000001.000001"}),
-    );
-    let classic = envelope(
-        "T1",
-        None,
-        "EvOwn2",
-        json!({"type": "message", "subtype": "bot_message", "bot_id": "BT1", "channel": CHANNEL,
-               "text": "<@UT1> classic echo", "ts": "1700000002.000002"}),
     );
     let other_bot = envelope(
         "T1",
@@ -520,20 +499,14 @@ async fn the_installations_own_messages_are_ignored() {
         json!({"type": "message", "user": "UOTHERBOT", "bot_id": "BOTHER", "channel": CHANNEL,
                "text": "<@UT1> from another bot", "ts": "1700000003.000003"}),
     );
-    for body in [&own_user, &classic, &other_bot] {
+    for body in [&own_user, &other_bot] {
         assert_eq!(deliver(&w, body).await.status(), StatusCode::OK);
     }
     assert!(w.bot.idle(PATIENCE).await);
-    // The bot user (authorizations[0]) is recognized while parsing; the
-    // classic bot_message, which names only the installation's bot id, when
-    // the installation is resolved.
+    // The bot user (authorizations[0]) is recognized while parsing.
     assert_eq!(
         w.outcomes.all(),
-        [
-            (Outcome::Ignored, "adapter"),
-            (Outcome::Ignored, "own-message"),
-            (Outcome::Ran, "ok"),
-        ]
+        [(Outcome::Ignored, "adapter"), (Outcome::Ran, "ok")]
     );
     let posts = w.api.posts();
     assert_eq!(posts.len(), 1, "only the other bot's mention is answered");
@@ -611,16 +584,8 @@ async fn one_flooding_workspace_is_refused_at_its_cap_while_another_is_admitted(
 }
 
 #[tokio::test]
-async fn the_builder_wants_exactly_one_credential_source() {
+async fn identity_settings_do_not_mix_with_installations() {
     let store: Arc<dyn InstallationStore> = Arc::new(MemoryInstallations::new());
-    let both = SlackAdapter::builder()
-        .signing_secret(SECRET)
-        .bot_token("xoxb-1")
-        .installations(Arc::clone(&store))
-        .build();
-    assert!(matches!(both, Err(BuildError::TokenAndInstallations)));
-    let neither = SlackAdapter::builder().signing_secret(SECRET).build();
-    assert!(matches!(neither, Err(BuildError::MissingBotToken)));
     let identity = SlackAdapter::builder()
         .signing_secret(SECRET)
         .installations(Arc::clone(&store))

@@ -7,7 +7,7 @@
 //! [`install_flow_conformance!`](crate::install_flow_conformance), which
 //! emits one `#[tokio::test]` per case:
 //!
-//! ```ignore
+//! ```text
 //! chat_testkit::install_flow_conformance!(async { SlackFixture::start().await });
 //! ```
 //!

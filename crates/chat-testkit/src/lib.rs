@@ -23,6 +23,11 @@
 //!   OAuth provider is correct when chat-installations' flow passes every
 //!   case with it; each platform's tests run it with
 //!   [`install_flow_conformance!`].
+//! * [`install_mode`]: the installation-mode conformance suite. A platform
+//!   adapter serving many tenants is correct when every case passes with it
+//!   (each tenant answered with its own sealed token, unknown tenants
+//!   ignored, store failures retried, uninstalls deleting); each platform's
+//!   tests run it with [`install_mode_conformance!`].
 //!
 //! ```
 //! use chat_core::{Concurrency, Decision};
@@ -52,6 +57,7 @@ mod faulty;
 mod flaky_installations;
 mod harness;
 pub mod install_flow;
+pub mod install_mode;
 mod scaffold;
 mod server;
 pub mod signed;
