@@ -125,6 +125,12 @@ pub enum AdapterError {
     /// The handler's context was cancelled while the call waited.
     #[error("cancelled")]
     Cancelled,
+    /// A download was longer than its limit (declared, or as it arrived).
+    #[error("the download is larger than {limit} bytes")]
+    TooLarge {
+        /// The limit, in bytes.
+        limit: u64,
+    },
     /// The handler's deadline passed before the call could complete (a rate-limit
     /// wait is never allowed to outlast it).
     #[error("the handler's deadline passed")]

@@ -6,6 +6,7 @@
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use crate::content::{Attachment, Link, Mention};
 use crate::id::{DedupeKey, EventId, Platform, TenantId, ThreadRef};
 
 /// One event delivered by a platform, normalized.
@@ -259,8 +260,25 @@ pub struct Message {
     pub id: String,
     /// Who wrote it.
     pub author: Author,
-    /// The text (platform markup kept as is).
+    /// The plain text: mentions as `@name` (or `@id` where no name is
+    /// known), links as their text, the platform's escapes decoded.
     pub text: String,
+    /// The text as the platform sent it (Slack's `<@U1>` and
+    /// `<https://x|label>`, Linear's Markdown).
+    #[serde(default)]
+    pub markup: String,
+    /// The text as Markdown (`[label](url)` links, `**bold**`).
+    #[serde(default)]
+    pub markdown: String,
+    /// The users it mentions, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mentions: Vec<Mention>,
+    /// The links in it, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<Link>,
+    /// The files and images attached to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
     /// Posted, edited or deleted.
     pub change: MessageChange,
     /// The bot was @-mentioned.
@@ -272,16 +290,79 @@ pub struct Message {
 }
 
 impl Message {
-    /// A newly posted message that neither mentions the bot nor is a DM.
+    /// A newly posted message that neither mentions the bot nor is a DM,
+    /// whose markup and Markdown are its text.
     pub fn new(id: impl Into<String>, author: Author, text: impl Into<String>) -> Self {
+        let text = text.into();
         Self {
             id: id.into(),
             author,
-            text: text.into(),
+            markup: text.clone(),
+            markdown: text.clone(),
+            text,
             change: MessageChange::Posted,
             is_mention: false,
             is_dm: false,
+            mentions: Vec::new(),
+            links: Vec::new(),
+            attachments: Vec::new(),
         }
+    }
+
+    /// Sets the text as the platform sent it.
+    #[must_use]
+    pub fn with_markup(mut self, markup: impl Into<String>) -> Self {
+        self.markup = markup.into();
+        self
+    }
+
+    /// Sets the Markdown rendering.
+    #[must_use]
+    pub fn with_markdown(mut self, markdown: impl Into<String>) -> Self {
+        self.markdown = markdown.into();
+        self
+    }
+
+    /// Sets the users it mentions.
+    #[must_use]
+    pub fn with_mentions(mut self, mentions: Vec<Mention>) -> Self {
+        self.mentions = mentions;
+        self
+    }
+
+    /// Sets the links in it.
+    #[must_use]
+    pub fn with_links(mut self, links: Vec<Link>) -> Self {
+        self.links = links;
+        self
+    }
+
+    /// Sets the files attached to it.
+    #[must_use]
+    pub fn with_attachments(mut self, attachments: Vec<Attachment>) -> Self {
+        self.attachments = attachments;
+        self
+    }
+
+    /// The plain text without a leading mention of this bot: what was said
+    /// to it (`"@echo hello"` → `"hello"`).
+    pub fn text_after_mention(&self) -> &str {
+        let text = self.text.trim_start();
+        let me = self.mentions.iter().filter(|m| m.is_me).flat_map(|m| {
+            [m.name.as_deref(), Some(m.user_id.as_str())]
+                .into_iter()
+                .flatten()
+        });
+        for name in me {
+            if let Some(rest) = text
+                .strip_prefix('@')
+                .and_then(|t| t.strip_prefix(name))
+                .filter(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
+            {
+                return rest.trim_start();
+            }
+        }
+        text
     }
 
     /// Sets whether the message is new, edited or deleted.
@@ -667,17 +748,17 @@ mod tests {
             received_at_ms: 1_700_000_000_000,
             attempt: 1,
             retry_reason: Some("http_timeout".into()),
-            kind: EventKind::Message(Message {
-                id: "1.0".into(),
-                author: Author {
-                    id: "U1".into(),
-                    ..Author::default()
-                },
-                text: "hello".into(),
-                change: MessageChange::Posted,
-                is_mention: true,
-                is_dm: false,
-            }),
+            kind: EventKind::Message(
+                Message::new("1.0", Author::new("U1"), "@bot hello")
+                    .with_markup("<@UBOT> hello")
+                    .with_mentions(vec![Mention::new("UBOT").with_name("bot").with_me(true)])
+                    .with_attachments(vec![
+                        Attachment::new("F1", "a.png", "https://files.example/F1")
+                            .with_mime_type("image/png")
+                            .with_size(3),
+                    ])
+                    .with_mention(true),
+            ),
             raw: Bytes::from_static(b"{\"raw\":true}"),
         }
     }
@@ -689,6 +770,42 @@ mod tests {
         let back: Event = serde_json::from_slice(&json)?;
         assert_eq!(back, e);
         Ok(())
+    }
+
+    #[test]
+    fn an_event_stored_before_messages_had_markup_still_reads() -> TestResult {
+        let old = r#"{"id":"Ev1","dedupe_key":"C1:1.0",
+            "thread":{"platform":"slack","tenant":"T1","channel":"C1","thread":"1.0"},
+            "received_at_ms":1,"attempt":0,"retry_reason":null,"raw":"",
+            "kind":{"type":"message","id":"1.0","author":{"id":"U1"},"text":"<@U0BOT> hi",
+                    "change":"posted","is_mention":true}}"#;
+        let back: Event = serde_json::from_str(old)?;
+        let Some(m) = back.message() else {
+            panic!("a message");
+        };
+        assert_eq!(m.text, "<@U0BOT> hi");
+        assert!(m.markup.is_empty() && m.mentions.is_empty() && m.attachments.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn the_text_after_a_mention_of_the_bot_drops_only_that_mention() {
+        let me = Mention::new("UBOT").with_name("echo").with_me(true);
+        let said = |text: &str, mentions: Vec<Mention>| {
+            Message::new("1", Author::new("U1"), text)
+                .with_mentions(mentions)
+                .text_after_mention()
+                .to_owned()
+        };
+        assert_eq!(said("@echo hello", vec![me.clone()]), "hello");
+        assert_eq!(said("  @UBOT   hello", vec![me.clone()]), "hello");
+        assert_eq!(said("@echo", vec![me.clone()]), "");
+        assert_eq!(said("@echoes hello", vec![me.clone()]), "@echoes hello");
+        assert_eq!(
+            said("@ann hello", vec![Mention::new("UANN").with_name("ann")]),
+            "@ann hello"
+        );
+        assert_eq!(said("hello @echo", vec![me]), "hello @echo");
     }
 
     #[test]

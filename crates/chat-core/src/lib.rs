@@ -66,6 +66,7 @@ pub mod adapter;
 pub mod card;
 pub mod clock;
 pub mod concurrency;
+pub mod content;
 pub mod error;
 pub mod event;
 pub mod id;
@@ -79,15 +80,16 @@ pub mod state;
 pub mod view;
 
 pub use adapter::{
-    Capabilities, Capability, DefaultLockScope, Ephemeral, History, Inbound, MessageRef, Messaging,
-    Modals, OutboundMessage, PlatformAdapter, PostKey, Resolution, Status, Streams, TextFormat,
-    Unreact, Uploads, Users, Verdict, Webhook,
+    Capabilities, Capability, DefaultLockScope, Downloads, Ephemeral, History, Inbound, MessageRef,
+    Messaging, Modals, OutboundMessage, PlatformAdapter, PostKey, Resolution, Status, Streams,
+    TextFormat, Unreact, Uploads, Users, Verdict, Webhook,
 };
 pub use card::Card;
 pub use clock::{Clock, SystemClock};
 pub use concurrency::{
     BurstMode, BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions, OnFull, QueueOptions,
 };
+pub use content::{Attachment, Download, Link, Mention};
 pub use error::{AdapterError, BoxError, StateError, WebhookError};
 pub use event::{
     Action, AgentSession, AgentSessionAction, Author, Event, EventKind, Handle, Message,

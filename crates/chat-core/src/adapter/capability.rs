@@ -8,6 +8,7 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 
+use crate::content::{Attachment, Download};
 use crate::error::AdapterError;
 use crate::id::{TenantId, ThreadRef};
 use crate::outbound::{HistoryPage, MessageRef, OutboundMessage, UserInfo};
@@ -112,6 +113,28 @@ pub trait Uploads: Send + Sync {
         content: Bytes,
         comment: Option<&str>,
     ) -> Result<String, AdapterError>;
+}
+
+/// The bytes of files attached to incoming messages, read with the
+/// tenant's credentials.
+///
+/// # Contract
+///
+/// * The credential is sent only to the origin (scheme, host, port) of
+///   [`Attachment::source`]; a redirect to another origin is followed
+///   without it, or refused.
+/// * The answer streams; the [`Download`] is built with `limit`, so a body
+///   longer than it ends in [`AdapterError::TooLarge`] without being held.
+/// * A source this adapter did not produce is [`AdapterError::Invalid`].
+#[async_trait]
+pub trait Downloads: Send + Sync {
+    /// Starts downloading `file` for `tenant`, at most `limit` bytes.
+    async fn download(
+        &self,
+        tenant: &TenantId,
+        file: &Attachment,
+        limit: u64,
+    ) -> Result<Download, AdapterError>;
 }
 
 /// Messages only one user sees.

@@ -106,7 +106,9 @@ pub mod capability;
 mod messaging;
 mod webhook;
 
-pub use self::capability::{Ephemeral, History, Modals, Status, Streams, Unreact, Uploads, Users};
+pub use self::capability::{
+    Downloads, Ephemeral, History, Modals, Status, Streams, Unreact, Uploads, Users,
+};
 pub use self::messaging::Messaging;
 pub use self::webhook::{DefaultLockScope, Inbound, Resolution, Verdict, Webhook};
 pub use crate::outbound::{MessageRef, OutboundMessage, PostKey, TextFormat};
@@ -155,6 +157,11 @@ pub trait PlatformAdapter: Webhook + Messaging + std::any::Any {
         None
     }
 
+    /// Downloads of attached files. Default: none.
+    fn as_downloads(&self) -> Option<&dyn Downloads> {
+        None
+    }
+
     /// Ephemeral messages. Default: none.
     fn as_ephemeral(&self) -> Option<&dyn Ephemeral> {
         None
@@ -183,6 +190,7 @@ pub trait PlatformAdapter: Webhook + Messaging + std::any::Any {
             (self.as_ephemeral().is_some(), Capability::Ephemeral),
             (self.as_status().is_some(), Capability::Status),
             (self.as_unreact().is_some(), Capability::Unreact),
+            (self.as_downloads().is_some(), Capability::Downloads),
         ] {
             if has {
                 set = set.with(capability);
@@ -212,11 +220,13 @@ pub enum Capability {
     Status,
     /// [`Unreact`].
     Unreact,
+    /// [`Downloads`].
+    Downloads,
 }
 
 impl Capability {
     /// Every capability, in declaration order.
-    pub const ALL: [Capability; 8] = [
+    pub const ALL: [Capability; 9] = [
         Self::Modals,
         Self::Streams,
         Self::History,
@@ -225,6 +235,7 @@ impl Capability {
         Self::Ephemeral,
         Self::Status,
         Self::Unreact,
+        Self::Downloads,
     ];
 
     /// A stable name (`modals`, `streams`, …) for messages and logs.
@@ -238,6 +249,7 @@ impl Capability {
             Self::Ephemeral => "ephemeral",
             Self::Status => "status",
             Self::Unreact => "unreact",
+            Self::Downloads => "downloads",
         }
     }
 
