@@ -31,4 +31,15 @@ pub enum TransportError {
     /// The answer was larger than [`MAX_ANSWER_BYTES`](crate::MAX_ANSWER_BYTES).
     #[error("the answer is larger than {} bytes", crate::MAX_ANSWER_BYTES)]
     TooLarge,
+    /// A download was redirected more than
+    /// [`MAX_REDIRECTS`](crate::MAX_REDIRECTS) times.
+    #[error("more than {} redirects", crate::MAX_REDIRECTS)]
+    TooManyRedirects,
+}
+
+impl TransportError {
+    /// As a platform call's error: [`AdapterError::Transport`](chat_core::AdapterError::Transport).
+    pub fn into_adapter(self) -> chat_core::AdapterError {
+        chat_core::AdapterError::Transport(Box::new(self))
+    }
 }

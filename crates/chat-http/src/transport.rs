@@ -2,11 +2,12 @@
 //! webpki roots), with `TCP_NODELAY`, keep-alive, a connect timeout, a
 //! timeout per request and a cap on the size of an answer.
 //!
-//! Every call sends a body already in memory and reads its answer whole, so
-//! the transport is one function and nothing else: no redirects are followed
-//! (a 3xx is an answer like any other, which the adapters treat as an error:
-//! a redirect could carry a token to another origin), no cookies, no
-//! compression. `https` targets go through an HTTP proxy's `CONNECT` tunnel
+//! Every API call sends a body already in memory and reads its answer whole:
+//! no redirects are followed (a 3xx is an answer like any other, which the
+//! adapters treat as an error: a redirect could carry a token to another
+//! origin), no cookies, no compression. File downloads
+//! ([`Transport::download`]) stream, capped, and follow redirects, with the
+//! credential only on the first origin. `https` targets go through an HTTP proxy's `CONNECT` tunnel
 //! when one is configured ([`Proxy`]); plain `http` targets (local fakes) are
 //! always reached directly.
 
@@ -17,8 +18,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use chat_core::BoxError;
-use http::header::{AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
+use chat_core::{BoxError, Download};
+use http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, USER_AGENT};
 use http::uri::Scheme;
 use http::{HeaderMap, HeaderValue, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
@@ -39,6 +40,9 @@ use crate::error::{BuildError, TransportError};
 /// instead of growing the heap. A declared length above it fails before
 /// anything is read; a chunked answer fails when it passes it.
 pub const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+
+/// How many redirects [`Transport::download`] follows.
+pub const MAX_REDIRECTS: usize = 5;
 
 /// How long a TCP connect (and a proxy's `CONNECT`) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -138,6 +142,37 @@ impl Answer {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+}
+
+/// Where a request goes, as far as credentials care: scheme, host, port.
+#[derive(Debug, PartialEq, Eq)]
+struct Origin(Option<String>, Option<String>, Option<u16>);
+
+impl Origin {
+    fn of(uri: &Uri) -> Self {
+        let scheme = uri.scheme_str().map(str::to_ascii_lowercase);
+        let port = uri.port_u16().or(match scheme.as_deref() {
+            Some("https") => Some(443),
+            Some("http") => Some(80),
+            _ => None,
+        });
+        Self(scheme, uri.host().map(str::to_ascii_lowercase), port)
+    }
+}
+
+/// A `Location` against the URI it answered: absolute, or a path on the same
+/// origin.
+fn resolve(base: &Uri, location: &str) -> Option<Uri> {
+    let uri = location.parse::<Uri>().ok()?;
+    if uri.scheme().is_some() {
+        return Some(uri);
+    }
+    if !location.starts_with('/') || location.starts_with("//") {
+        return None;
+    }
+    let mut parts = base.clone().into_parts();
+    parts.path_and_query = Some(location.parse().ok()?);
+    Uri::from_parts(parts).ok()
 }
 
 /// TCP, or a tunnel through the proxy the matcher names for the target.
@@ -243,6 +278,84 @@ impl Transport {
             headers.insert(AUTHORIZATION, auth.clone());
         }
         self.send(request, timeout).await
+    }
+
+    /// `GET uri` of a file, its body streamed into a [`Download`] capped at
+    /// `limit` bytes; each step (the answer's head, every chunk after it)
+    /// within `timeout`.
+    ///
+    /// Redirects (301, 302, 303, 307, 308) are followed up to
+    /// [`MAX_REDIRECTS`] times; `auth` is sent only while the target has the
+    /// origin (scheme, host, port) of `uri`, never to another one. The
+    /// status is the last answer's: a caller treats anything but a 2xx as
+    /// an error (its body is not read).
+    pub async fn download(
+        &self,
+        uri: Uri,
+        auth: Option<&HeaderValue>,
+        limit: u64,
+        timeout: Duration,
+    ) -> Result<(StatusCode, Download), TransportError> {
+        let origin = Origin::of(&uri);
+        let mut target = uri;
+        for _ in 0..=MAX_REDIRECTS {
+            let mut request = Request::get(target.clone())
+                .body(Full::new(Bytes::new()))
+                .map_err(|e| TransportError::Failed(Box::new(e)))?;
+            let headers = request.headers_mut();
+            headers.insert(USER_AGENT, self.user_agent.clone());
+            if let Some(auth) = auth
+                && Origin::of(&target) == origin
+            {
+                headers.insert(AUTHORIZATION, auth.clone());
+            }
+            let response = tokio::time::timeout(timeout, self.client.request(request))
+                .await
+                .map_err(|_| TransportError::TimedOut)?
+                .map_err(|e| TransportError::Failed(Box::new(e)))?;
+            let status = response.status();
+            if status.is_redirection()
+                && let Some(next) = response
+                    .headers()
+                    .get(LOCATION)
+                    .and_then(|l| l.to_str().ok())
+                    .and_then(|l| resolve(&target, l))
+            {
+                target = next;
+                continue;
+            }
+            let header = |name| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v: &HeaderValue| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            let content_type = header(CONTENT_TYPE);
+            let length = header(CONTENT_LENGTH).and_then(|l| l.parse::<u64>().ok());
+            let body = response.into_body();
+            let chunks = futures_util::stream::unfold(body, move |mut body| async move {
+                loop {
+                    let frame = match tokio::time::timeout(timeout, body.frame()).await {
+                        Err(_) => {
+                            return Some((Err(TransportError::TimedOut.into_adapter()), body));
+                        }
+                        Ok(None) => return None,
+                        Ok(Some(Err(e))) => {
+                            let failed = TransportError::Failed(Box::new(e));
+                            return Some((Err(failed.into_adapter()), body));
+                        }
+                        Ok(Some(Ok(frame))) => frame,
+                    };
+                    if let Ok(data) = frame.into_data() {
+                        return Some((Ok(data), body));
+                    }
+                }
+            });
+            let download = Download::new(content_type, length, Box::pin(chunks), limit);
+            return Ok((status, download));
+        }
+        Err(TransportError::TooManyRedirects)
     }
 
     /// Sends `request` (its `User-Agent` set to the transport's); the answer
