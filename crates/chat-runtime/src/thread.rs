@@ -54,17 +54,25 @@ impl Posts {
 /// runs again after a holder died, the adapter returns the reply an earlier
 /// attempt already posted at that position instead of posting it twice.
 ///
-/// | method | Slack | Linear |
-/// |---|---|---|
-/// | [`post`](Self::post) | `chat.postMessage` (cards as Block Kit) | agent activity `response` (sessions) or a reply comment; cards as Markdown |
-/// | [`post_ephemeral`](Self::post_ephemeral) | `chat.postEphemeral` | unsupported |
-/// | [`SentMessage::edit`] / [`delete`](SentMessage::delete) | `chat.update` / `chat.delete` | comments only |
-/// | [`SentMessage::react`] / [`unreact`](SentMessage::unreact) | `reactions.add` / `reactions.remove` | comments: `reactionCreate`; unreact unsupported |
-/// | [`history`](Self::history) | `conversations.replies`, cursor pages | unsupported |
-/// | [`user`](Self::user) | `users.info`, cached | unsupported |
-/// | [`open_modal`](Self::open_modal) / [`update_modal`](Self::update_modal) / [`push_modal`](Self::push_modal) | `views.open` / `views.update` / `views.push` | unsupported |
-/// | [`upload`](Self::upload) | `files.getUploadURLExternal` + `files.completeUploadExternal` | unsupported |
-/// | [`stream`](Self::stream) | `chat.startStream` / `appendStream` / `stopStream` (fallback: post + edits) | sessions: thoughts, then a response; comments: one comment edited |
+/// What each call is on each platform; the capability column names the
+/// [`Capability`] a call needs (a platform without it answers
+/// [`AdapterError::Unsupported`]), and a test checks this table against
+/// what the adapters declare.
+///
+/// | method | capability | Slack | Linear |
+/// |---|---|---|---|
+/// | [`post`](Self::post) | — | `chat.postMessage` (cards as Block Kit) | agent activity `response` (sessions) or a reply comment; cards as Markdown |
+/// | [`post_ephemeral`](Self::post_ephemeral) | ephemeral | `chat.postEphemeral` | unsupported |
+/// | [`SentMessage::edit`] / [`delete`](SentMessage::delete) | — | `chat.update` / `chat.delete` | comments only |
+/// | [`SentMessage::react`] | — | `reactions.add` | comments: `reactionCreate` |
+/// | [`SentMessage::unreact`] | unreact | `reactions.remove` | unsupported |
+/// | [`history`](Self::history) | history | `conversations.replies`, cursor pages | a comment thread's replies or a session's activities, cursor pages |
+/// | [`user`](Self::user) | users | `users.info`, cached | the `user` query, cached |
+/// | [`open_modal`](Self::open_modal) / [`update_modal`](Self::update_modal) / [`push_modal`](Self::push_modal) | modals | `views.open` / `views.update` / `views.push` | unsupported |
+/// | [`upload`](Self::upload) | uploads | `files.getUploadURLExternal` + `files.completeUploadExternal` | unsupported |
+/// | [`download`](Self::download) | downloads | the file's `url_private` with the bot token, streamed and capped | unsupported |
+/// | [`set_status`](Self::set_status) | status | `assistant.threads.setStatus` | a session's `thought` |
+/// | [`stream`](Self::stream) | streams | `chat.startStream` / `appendStream` / `stopStream` (fallback: post + edits) | sessions: thoughts, then a response; comments: one comment edited |
 #[derive(Clone)]
 pub struct Thread {
     adapter: Arc<dyn PlatformAdapter>,
@@ -545,6 +553,30 @@ impl Thread {
             Some(s) => self.bounded(s.set_status(&self.thread, status)).await,
             None => Ok(()),
         }
+    }
+
+    /// Starts downloading `file` (an [`Attachment`](chat_core::Attachment)
+    /// of an incoming message in this thread's tenant) through the adapter,
+    /// with the tenant's credentials: a stream of chunks that fails with
+    /// [`AdapterError::TooLarge`] past `limit` bytes, so a bot reading a
+    /// screenshot needs no HTTP client of its own and never holds more than
+    /// it allowed. Read it whole with
+    /// [`Download::bytes`](chat_core::Download::bytes).
+    ///
+    /// # Errors
+    /// [`AdapterError::Unsupported`] when the platform has no downloads; the
+    /// adapter's, when the download cannot start.
+    pub async fn download(
+        &self,
+        file: &chat_core::Attachment,
+        limit: u64,
+    ) -> Result<chat_core::Download, AdapterError> {
+        let downloads = self
+            .adapter
+            .as_downloads()
+            .ok_or(Capability::Downloads.unsupported())?;
+        self.bounded(downloads.download(&self.thread.tenant, file, limit))
+            .await
     }
 
     /// Whether this thread's platform can do `capability`: what

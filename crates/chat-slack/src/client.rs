@@ -411,6 +411,61 @@ impl SlackClient {
         .await
     }
 
+    /// Downloads a file's `url_private` (or `url_private_download`) with
+    /// this client's token, streamed and capped at `limit` bytes.
+    ///
+    /// Only Slack's own hosts (`slack.com` and its subdomains, over `https`)
+    /// and the origin of the [`base_url`](SlackClientBuilder::base_url) are
+    /// given the token; any other URL is [`AdapterError::Invalid`]. A
+    /// redirect is followed, the token only on the URL's origin.
+    ///
+    /// # Errors
+    /// `Invalid` for another host, [`AdapterError::Status`] for a non-2xx
+    /// answer (a file deleted, a missing `files:read` scope), the
+    /// transport's error.
+    pub async fn download(
+        &self,
+        url: &str,
+        limit: u64,
+    ) -> Result<chat_core::Download, AdapterError> {
+        let uri = http::Uri::try_from(url)
+            .map_err(|_| AdapterError::Invalid(format!("not a file URL: {url}")))?;
+        if !self.may_send_token_to(&uri) {
+            return Err(AdapterError::Invalid(format!(
+                "not a Slack file URL: {}",
+                uri.host().unwrap_or_default()
+            )));
+        }
+        let (status, download) = self
+            .inner
+            .web
+            .download(
+                uri,
+                self.auth.as_ref(),
+                limit,
+                self.inner.http.request_timeout,
+            )
+            .await
+            .map_err(chat_http::TransportError::into_adapter)?;
+        if !status.is_success() {
+            return Err(AdapterError::Status(status));
+        }
+        Ok(download)
+    }
+
+    fn may_send_token_to(&self, uri: &http::Uri) -> bool {
+        let host = uri.host().unwrap_or_default().to_ascii_lowercase();
+        let slack = uri.scheme() == Some(&http::uri::Scheme::HTTPS)
+            && (host == "slack.com" || host.ends_with(".slack.com"));
+        let base = http::Uri::try_from(self.inner.base_url.as_str()).ok();
+        let same_as_base = base.is_some_and(|b| {
+            b.scheme() == uri.scheme()
+                && b.host().map(str::to_ascii_lowercase) == Some(host.clone())
+                && b.port_u16() == uri.port_u16()
+        });
+        slack || same_as_base
+    }
+
     /// Sends a JSON body and reads the answer as `T`, `ok: false` as
     /// [`AdapterError::Api`].
     async fn send_json<T: serde::de::DeserializeOwned + Answered>(

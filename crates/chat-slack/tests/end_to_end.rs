@@ -275,7 +275,7 @@ async fn a_signed_app_mention_posts_once_in_its_thread() {
     );
     assert_eq!(
         post.body["text"],
-        format!("on it: <@{BOT_USER}> is the deploy done?")
+        format!("on it: @{BOT_USER} is the deploy done?")
     );
     assert_eq!(outcomes.of(Outcome::Ran), ["Ev01"]);
 }

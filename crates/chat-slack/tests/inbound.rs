@@ -6,7 +6,9 @@ mod common;
 
 use bytes::Bytes;
 use chat_core::Webhook as _;
-use chat_core::{Event, EventKind, Inbound, MessageChange, PlatformAdapter, Verdict, WebhookError};
+use chat_core::{
+    Event, EventKind, Inbound, Mention, MessageChange, PlatformAdapter, Verdict, WebhookError,
+};
 use chat_slack::{NO_RETRY_HEADER, SlackAdapter, signature};
 use common::*;
 use serde_json::{Value, json};
@@ -123,7 +125,10 @@ fn an_app_mention_is_a_mention_keyed_on_channel_and_ts() {
     assert!(!m.author.is_bot && !m.author.is_me);
     assert!(m.is_mention && !m.is_dm);
     assert_eq!(m.change, MessageChange::Posted);
-    assert_eq!(m.text, "<@UBOT> what's the status of the deploy?");
+    assert_eq!(m.markup, "<@UBOT> what's the status of the deploy?");
+    assert_eq!(m.text, "@UBOT what's the status of the deploy?");
+    assert_eq!(m.text_after_mention(), "what's the status of the deploy?");
+    assert_eq!(m.mentions, [Mention::new("UBOT").with_me(true)]);
 }
 
 /// An event keeps its payload as `raw` — everything but Slack's legacy
@@ -422,7 +427,8 @@ fn an_edit_is_an_edited_message_without_a_top_level_user_or_text() {
     let m = message_of(&e);
     assert_eq!(m.change, MessageChange::Edited);
     assert_eq!(m.id, "1700000000.000100");
-    assert_eq!(m.text, "fixed typo <@UBOT>");
+    assert_eq!(m.markup, "fixed typo <@UBOT>");
+    assert_eq!(m.text, "fixed typo @UBOT");
     assert_eq!(m.author.id, "U061F7AUR");
     assert!(m.is_mention);
     assert_eq!(e.thread.thread, "1700000000.000100");

@@ -189,6 +189,23 @@ impl chat_core::Uploads for SlackAdapter {
 }
 
 #[async_trait]
+impl chat_core::Downloads for SlackAdapter {
+    /// The file's private URL with the tenant's bot token (needs
+    /// `files:read`); see [`SlackClient::download`](crate::SlackClient::download).
+    async fn download(
+        &self,
+        tenant: &TenantId,
+        file: &chat_core::Attachment,
+        limit: u64,
+    ) -> Result<chat_core::Download, AdapterError> {
+        self.client_for(tenant)
+            .await?
+            .download(&file.source, limit)
+            .await
+    }
+}
+
+#[async_trait]
 impl chat_core::Ephemeral for SlackAdapter {
     /// `chat.postEphemeral` in the thread (a card as Block Kit).
     async fn post_ephemeral(

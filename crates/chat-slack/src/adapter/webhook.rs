@@ -42,6 +42,10 @@ impl PlatformAdapter for SlackAdapter {
     fn as_unreact(&self) -> Option<&dyn chat_core::Unreact> {
         Some(self)
     }
+
+    fn as_downloads(&self) -> Option<&dyn chat_core::Downloads> {
+        Some(self)
+    }
 }
 
 #[async_trait]

@@ -180,7 +180,7 @@ fn posted(
         format!("{channel}:{ts}"),
         thread(&d.tenant, channel, &root),
         EventKind::Message(
-            Message::new(ts, author, text)
+            cx.message(ts, author, &text, &m.files, d.installation_user.as_deref())
                 .with_mention(is_mention)
                 .with_dm(is_dm),
         ),
@@ -224,10 +224,16 @@ fn edited(cx: &Context, d: &Delivery, m: &MessageEvent, channel: &str, is_dm: bo
         dedupe,
         thread(&d.tenant, channel, &root),
         EventKind::Message(
-            Message::new(ts, author, text)
-                .with_change(MessageChange::Edited)
-                .with_mention(is_mention)
-                .with_dm(is_dm),
+            cx.message(
+                ts,
+                author,
+                &text,
+                &inner.files,
+                d.installation_user.as_deref(),
+            )
+            .with_change(MessageChange::Edited)
+            .with_mention(is_mention)
+            .with_dm(is_dm),
         ),
     )
 }

@@ -8,6 +8,7 @@
 mod events;
 mod form;
 mod interactive;
+mod markup;
 pub(crate) mod payload;
 
 use bytes::Bytes;
@@ -69,6 +70,33 @@ impl Context {
             .filter(|b| !b.is_empty())
             .is_some_and(|b| self.own_bot_ids.iter().any(|o| o == b));
         user_is_me || bot_is_me
+    }
+
+    /// A message's markup read into the portable message, with its files.
+    fn message(
+        &self,
+        ts: String,
+        author: Author,
+        text: &str,
+        files: &[payload::SlackFile],
+        installation_user: Option<&str>,
+    ) -> chat_core::Message {
+        let me: Vec<&str> = installation_user
+            .into_iter()
+            .chain(self.own_user_ids.iter().map(String::as_str))
+            .collect();
+        let read = markup::read(text, &me, None);
+        chat_core::Message::new(ts, author, read.text)
+            .with_markup(text)
+            .with_markdown(read.markdown)
+            .with_mentions(read.mentions)
+            .with_links(read.links)
+            .with_attachments(
+                files
+                    .iter()
+                    .filter_map(payload::SlackFile::attachment)
+                    .collect(),
+            )
     }
 
     /// Whether `text` @-mentions this bot (`<@U…>` or `<@U…|name>`).

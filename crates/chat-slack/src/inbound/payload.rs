@@ -62,6 +62,46 @@ pub(crate) struct MessageEvent {
     pub(crate) previous_message: Option<InnerMessage>,
     /// `message_deleted`: the deleted message's `ts`.
     pub(crate) deleted_ts: Option<String>,
+    /// Files shared with the message.
+    pub(crate) files: Vec<SlackFile>,
+}
+
+/// A file object on a message ([the file object]); only what a handler
+/// needs to name and download it.
+///
+/// [the file object]: https://docs.slack.dev/reference/objects/file-object
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct SlackFile {
+    pub(crate) id: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) title: Option<String>,
+    pub(crate) mimetype: Option<String>,
+    pub(crate) size: Option<u64>,
+    pub(crate) url_private: Option<String>,
+    pub(crate) url_private_download: Option<String>,
+}
+
+impl SlackFile {
+    /// The portable attachment, when the file can be downloaded (a file
+    /// deleted or hidden by retention has no URL).
+    pub(crate) fn attachment(&self) -> Option<chat_core::Attachment> {
+        let source = self
+            .url_private_download
+            .as_deref()
+            .or(self.url_private.as_deref())
+            .filter(|u| !u.is_empty())?;
+        let id = self.id.as_deref().unwrap_or(source);
+        let name = self.name.as_deref().or(self.title.as_deref()).unwrap_or(id);
+        let mut file = chat_core::Attachment::new(id, name, source);
+        if let Some(mime) = self.mimetype.as_deref().filter(|m| !m.is_empty()) {
+            file = file.with_mime_type(mime);
+        }
+        if let Some(size) = self.size {
+            file = file.with_size(size);
+        }
+        Some(file)
+    }
 }
 
 /// A message nested in `message_changed` / `message_deleted`.
@@ -76,6 +116,7 @@ pub(crate) struct InnerMessage {
     pub(crate) ts: Option<String>,
     pub(crate) thread_ts: Option<String>,
     pub(crate) edited: Option<Edited>,
+    pub(crate) files: Vec<SlackFile>,
 }
 
 /// `message.edited`.
