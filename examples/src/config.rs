@@ -18,7 +18,10 @@ use clap::{Parser, ValueEnum};
 /// button that posts `again: <title>`); `stream: <words…>` streams the words
 /// one by one into `echo: <words…>`; `history:` answers `history: N`, the
 /// number of earlier messages in the thread; `file: <text>` uploads `echo.txt`
-/// holding the text. `/echo-form` opens a modal whose submission posts
+/// holding the text; `attach:` with files attached answers `attach: <name>
+/// <size> <sha256>` for each, after downloading it. An edit of a message
+/// that mentions it (or of a DM, or in a thread it follows) is answered
+/// `edited: <new text>`. `/echo-form` opens a modal whose submission posts
 /// `form: <value>` to the command's channel; a reaction added to a message is
 /// answered `reaction: <emoji>` in its thread. ECHO_DELAY_MS delays every
 /// handler (turns, slash commands, clicks, reactions, modal submissions). An

@@ -18,13 +18,34 @@ pub fn echo_text(event: &Event, skipped: &[Arc<Event>]) -> String {
         .iter()
         .map(|e| e.as_ref())
         .chain(std::iter::once(event))
-        .map(|e| strip_mention(e.text().unwrap_or_default()))
+        .map(said)
         .collect();
     format!("echo: {}", texts.join(" | "))
 }
 
-/// Drops a leading Slack mention (`<@U0BOT> `) or Linear mention
-/// (`@name `).
+/// What an event says to the bot: a message's plain text after its leading
+/// mention (of the bot, or of whoever it names first when the bot's own id
+/// is not known yet), another event's text as it came.
+pub fn said(event: &Event) -> &str {
+    let Some(m) = event.message() else {
+        return strip_mention(event.text().unwrap_or_default());
+    };
+    let after = m.text_after_mention();
+    if after.len() != m.text.trim_start().len() {
+        return after;
+    }
+    if m.markup.trim_start().starts_with("<@")
+        && let Some(first) = m.mentions.first()
+    {
+        let shown = first.name.as_deref().unwrap_or(&first.user_id);
+        if let Some(rest) = after.strip_prefix('@').and_then(|r| r.strip_prefix(shown)) {
+            return rest.trim_start();
+        }
+    }
+    after
+}
+
+/// Drops a leading Slack mention (`<@U0BOT> `).
 fn strip_mention(text: &str) -> &str {
     let t = text.trim_start();
     match t.strip_prefix("<@").and_then(|rest| rest.split_once('>')) {
@@ -32,6 +53,9 @@ fn strip_mention(text: &str) -> &str {
         None => t,
     }
 }
+
+/// The most `attach:` downloads of one file.
+pub const ATTACH_LIMIT: u64 = 20 * 1024 * 1024;
 
 /// What a turn's text asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +68,8 @@ pub enum Command<'a> {
     History,
     /// `file: <text>`.
     File(&'a str),
+    /// `attach:`.
+    Attach,
     /// Anything else: the echo.
     Echo,
 }
@@ -57,6 +83,7 @@ pub enum Command<'a> {
 /// assert_eq!(command("stream: a b c"), Command::Stream("a b c"));
 /// assert_eq!(command("history:"), Command::History);
 /// assert_eq!(command("file: notes"), Command::File("notes"));
+/// assert_eq!(command("@U1 attach:"), Command::Attach);
 /// assert_eq!(command("hello"), Command::Echo);
 /// ```
 pub fn command(text: &str) -> Command<'_> {
@@ -76,6 +103,8 @@ pub fn command(text: &str) -> Command<'_> {
         Command::History
     } else if let Some(content) = arg("file:") {
         Command::File(content)
+    } else if arg("attach:").is_some() {
+        Command::Attach
     } else {
         Command::Echo
     }
@@ -107,7 +136,7 @@ impl Echo {
             return Ok(());
         }
         let thread = ctx.thread();
-        match command(event.text().unwrap_or_default()) {
+        match command(said(&event)) {
             Command::Card(title) => {
                 let name = author_name(&ctx, &event).await;
                 let card = Card::new()
@@ -141,6 +170,24 @@ impl Echo {
                     .upload("echo.txt", content.as_bytes().to_vec(), None)
                     .await?;
             }
+            Command::Attach => {
+                let files = event.message().map(|m| m.attachments.as_slice());
+                let files = files.unwrap_or_default();
+                if files.is_empty() {
+                    thread.post("attach: no file").await?;
+                }
+                for file in files {
+                    let bytes = thread.download(file, ATTACH_LIMIT).await?.bytes().await?;
+                    let sha = ring::digest::digest(&ring::digest::SHA256, &bytes);
+                    let line = format!(
+                        "attach: {} {} {}",
+                        file.name,
+                        bytes.len(),
+                        hex::encode(sha.as_ref())
+                    );
+                    thread.post(line).await?;
+                }
+            }
             Command::Echo => {
                 thread.post(echo_text(&event, ctx.skipped())).await?;
             }
@@ -160,6 +207,22 @@ impl Echo {
             () = tokio::time::sleep(self.delay) => true,
             () = ctx.cancelled() => false,
         }
+    }
+
+    /// An edit of a message that mentions the bot (or of a DM, or in a
+    /// thread it follows): `edited: <new text>` in its thread.
+    pub async fn edited(self, ctx: Ctx, event: Event) -> Result<(), BoxError> {
+        let Some(m) = event.message() else {
+            return Ok(());
+        };
+        let triggers = m.is_mention || m.is_dm || ctx.is_subscribed().await.unwrap_or(false);
+        if !triggers || !self.work(&ctx).await {
+            return Ok(());
+        }
+        ctx.thread()
+            .post(format!("edited: {}", said(&event)))
+            .await?;
+        Ok(())
     }
 
     /// A click on a card's `echo-again` button: `again: <title>` in its

@@ -1097,3 +1097,86 @@ async fn echo_delay_ms_delays_every_kind_of_handler() {
     }
     stop(bot).await;
 }
+
+/// `attach:` with a file attached: the file downloaded from its private URL
+/// with the bot token, answered `attach: <name> <size> <sha256>`.
+#[tokio::test]
+async fn an_attach_command_downloads_the_file_and_answers_its_digest() {
+    let fake = FakeSlack::start().await;
+    let bytes = b"a screenshot, or near enough".to_vec();
+    let file = fake.add_file("F0SHOT", "shot.png", "image/png", bytes.clone());
+    let bot = echo_bot("attach")
+        .slack(fake.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    let mention = slack::deliveries().app_mention_with_files(
+        "EvAttach",
+        ROOT_TS,
+        &slack::mentioning("attach:"),
+        &[file],
+    );
+    assert_eq!(
+        bot.deliver(&Delivery::from(mention)).await.unwrap().status,
+        200
+    );
+    let posts = fake.wait_for_calls("chat.postMessage", 1, PATIENCE).await;
+    assert_eq!(posts.len(), 1, "{}", bot.log_tail(20));
+    let sha = ring::digest::digest(&ring::digest::SHA256, &bytes);
+    assert_eq!(
+        posts[0].body["text"],
+        format!(
+            "attach: shot.png {} {}",
+            bytes.len(),
+            hex::encode(sha.as_ref())
+        )
+    );
+    let downloads = fake.calls_of("file");
+    assert_eq!(downloads.len(), 1);
+    assert!(
+        downloads[0]
+            .authorization
+            .as_deref()
+            .is_some_and(|a| a.starts_with("Bearer xoxb-")),
+        "downloaded with the bot token: {:?}",
+        downloads[0].authorization
+    );
+    stop(bot).await;
+}
+
+/// An edit of a message that mentions the bot: `edited: <new text>` in its
+/// thread; an edit of a message that does not is not answered.
+#[tokio::test]
+async fn an_edited_mention_is_answered_with_its_new_text() {
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("edited")
+        .slack(fake.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    let deliveries = slack::deliveries();
+    let unrelated = deliveries.message_changed("EvEdit0", "1700000001.000100", None, "hi", "hello");
+    assert_eq!(
+        bot.deliver(&Delivery::from(unrelated))
+            .await
+            .unwrap()
+            .status,
+        200
+    );
+    let edit = deliveries.message_changed(
+        "EvEdit1",
+        REPLY_TS,
+        Some(ROOT_TS),
+        &slack::mentioning("helo"),
+        &slack::mentioning("hello, fixed"),
+    );
+    assert_eq!(
+        bot.deliver(&Delivery::from(edit)).await.unwrap().status,
+        200
+    );
+    let posts = fake.wait_for_calls("chat.postMessage", 1, PATIENCE).await;
+    assert_eq!(posts.len(), 1, "{}", bot.log_tail(20));
+    assert_eq!(posts[0].body["text"], "edited: hello, fixed");
+    assert_eq!(posts[0].body["thread_ts"], ROOT_TS);
+    stop(bot).await;
+}

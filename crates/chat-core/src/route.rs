@@ -25,7 +25,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::event::{AgentSessionAction, Event, EventKind};
+use crate::event::{AgentSessionAction, Event, EventKind, MessageChange};
 
 /// Which events a handler takes: a predicate over the [`Event`], whether
 /// they go through the bot's concurrency strategy, and whether the route is
@@ -109,6 +109,27 @@ impl Route {
             name,
             move |e| matches!(&e.kind, EventKind::Other(o) if o.name == name),
         )
+    }
+
+    /// Messages edited (the event's message is the new version), as turns of
+    /// their conversation: serialized, so an edit is handled after the turn
+    /// its original started.
+    pub fn message_edited() -> Self {
+        Self::message_changed("message-edited", MessageChange::Edited)
+    }
+
+    /// Messages deleted (the event's message has the id, and the author
+    /// where the platform says), serialized like edits.
+    pub fn message_deleted() -> Self {
+        Self::message_changed("message-deleted", MessageChange::Deleted)
+    }
+
+    fn message_changed(name: &'static str, change: MessageChange) -> Self {
+        Self::new(
+            name,
+            move |e| matches!(&e.kind, EventKind::Message(m) if m.change == change),
+        )
+        .serialized()
     }
 
     /// Reactions added or removed: with `Some(emoji)` (a name without

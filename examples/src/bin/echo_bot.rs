@@ -72,6 +72,9 @@ async fn main() -> Result<(), BoxError> {
         .on(chat_linear::routes::agent_session_prompted(), turn)
         .on_action(echo::AGAIN_ACTION, move |ctx, event| echo.again(ctx, event))
         .on_reaction(move |ctx, event| echo.reaction(ctx, event))
+        .on(chat_core::Route::message_edited(), move |ctx, event| {
+            echo.edited(ctx, event)
+        })
         .on_slash_command(echo::FORM_COMMAND, move |ctx, event| {
             echo.form_command(ctx, event)
         })

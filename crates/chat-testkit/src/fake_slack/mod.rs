@@ -209,6 +209,7 @@ impl FakeSlack {
             .route("/api/{method}", post(answer))
             .route("/hooks/{*path}", post(response_url))
             .route("/upload/{id}", post(upload))
+            .route("/files/{id}/{name}", axum::routing::get(file))
             .with_state(Arc::clone(&shared));
         let (addr, server) = serve(app).await?;
         shared.state(|ws| ws.upload_base = format!("http://{addr}/upload"));
@@ -291,6 +292,24 @@ impl FakeSlack {
             let id = id.to_owned();
             self.shared.state(|ws| ws.users.insert(id, user));
         }
+    }
+
+    /// Adds a file a user shared, served at its `url_private_download` on
+    /// this fake (a `GET` of it is recorded as a call of the method `file`,
+    /// with its `Authorization`); returns Slack's file object, for a
+    /// message's `files`.
+    pub fn add_file(&self, id: &str, name: &str, mimetype: &str, bytes: impl Into<Bytes>) -> Value {
+        let bytes = bytes.into();
+        let size = bytes.len();
+        self.shared.state(|ws| {
+            ws.files
+                .insert(id.to_owned(), (name.to_owned(), Some(bytes), true));
+        });
+        let url = format!("http://{}/files/{id}/{name}", self.addr);
+        json!({
+            "id": id, "name": name, "title": name, "mimetype": mimetype, "size": size,
+            "url_private": url, "url_private_download": url,
+        })
     }
 
     /// A file shared with `files.completeUploadExternal`: its name and bytes.
@@ -435,6 +454,41 @@ async fn upload(
     };
     shared.record(book, call);
     let mut response = Response::new(Body::from(if known { "OK" } else { "" }));
+    *response.status_mut() = status;
+    response
+}
+
+/// A `GET` of a file's private URL: its bytes, recorded as a call of the
+/// method `file`; 404 for an unknown or unshared file.
+async fn file(
+    State(shared): State<Arc<Shared>>,
+    Path((id, _name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let book = shared.lock();
+    let bytes = match book.state.files.get(&id) {
+        Some((_, Some(bytes), true)) => Some(bytes.clone()),
+        _ => None,
+    };
+    let status = if bytes.is_some() {
+        StatusCode::OK
+    } else {
+        StatusCode::NOT_FOUND
+    };
+    let call = SlackCall {
+        method: "file".to_owned(),
+        body: json!({ "file_id": id }),
+        raw_body: Bytes::new(),
+        authorization: headers
+            .get(AUTHORIZATION)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+        content_type: None,
+        at: Instant::now(),
+        status,
+        ok: bytes.is_some(),
+    };
+    shared.record(book, call);
+    let mut response = Response::new(Body::from(bytes.unwrap_or_default()));
     *response.status_mut() = status;
     response
 }

@@ -151,6 +151,50 @@ impl SlackDeliveries {
         self.event(&self.message_body(event_id, ts, thread_ts, text))
     }
 
+    /// A post mentioning the bot with `files` attached (Slack file objects,
+    /// as [`FakeSlack::add_file`](crate::FakeSlack::add_file) gives them):
+    /// an `app_mention` of subtype `file_share`.
+    pub fn app_mention_with_files(
+        &self,
+        event_id: &str,
+        ts: &str,
+        text: &str,
+        files: &[Value],
+    ) -> http::Request<Bytes> {
+        let mut event = self.inner_event("app_mention", ts, None, text);
+        event["subtype"] = json!("file_share");
+        event["files"] = json!(files);
+        self.event(&self.callback(event_id, event))
+    }
+
+    /// The user edited their message `ts` (in thread `thread_ts`, if any)
+    /// from `before` to `after`: a `message_changed` event.
+    pub fn message_changed(
+        &self,
+        event_id: &str,
+        ts: &str,
+        thread_ts: Option<&str>,
+        before: &str,
+        after: &str,
+    ) -> http::Request<Bytes> {
+        let edited_ts = format!("{ts}9");
+        let mut message = self.inner_event("message", ts, thread_ts, after);
+        message["edited"] = json!({ "user": self.user, "ts": edited_ts });
+        let previous = self.inner_event("message", ts, thread_ts, before);
+        let event = json!({
+            "type": "message",
+            "subtype": "message_changed",
+            "hidden": true,
+            "channel": self.channel,
+            "channel_type": "channel",
+            "ts": edited_ts,
+            "event_ts": edited_ts,
+            "message": message,
+            "previous_message": previous,
+        });
+        self.event(&self.callback(event_id, event))
+    }
+
     /// The user added the reaction `emoji` (a name without colons) to the
     /// message `item_ts` of the channel: a `reaction_added` event.
     pub fn reaction_added(
