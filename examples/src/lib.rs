@@ -61,6 +61,8 @@ pub mod guides {
     pub struct Production;
     #[doc = include_str!("../../docs/talking-back.md")]
     pub struct TalkingBack;
+    #[doc = include_str!("../../docs/receiving.md")]
+    pub struct Receiving;
     #[doc = include_str!("../../docs/operations.md")]
     pub struct Operations;
 }
