@@ -158,8 +158,8 @@ type Chunks = Pin<Box<dyn Stream<Item = Result<Bytes, AdapterError>> + Send>>;
 /// holds at most the limit in memory.
 ///
 /// ```
-/// # fn main() -> Result<(), chat_core::AdapterError> {
-/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
 /// use bytes::Bytes;
 /// use chat_core::{AdapterError, Download};
 ///
@@ -173,7 +173,8 @@ type Chunks = Pin<Box<dyn Stream<Item = Result<Bytes, AdapterError>> + Send>>;
 ///
 /// let capped = Download::new(None, None, chunks(), 4);
 /// assert!(matches!(capped.bytes().await, Err(AdapterError::TooLarge { limit: 4 })));
-/// # Ok(()) }) }
+/// # Ok::<_, AdapterError>(()) })?;
+/// # Ok(()) }
 /// ```
 pub struct Download {
     content_type: Option<String>,
