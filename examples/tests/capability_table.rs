@@ -7,7 +7,7 @@
 
 use chat_core::{Capability, PlatformAdapter};
 
-const THREAD_DOCS: &str = include_str!("../../crates/chat-runtime/src/thread.rs");
+const THREAD_DOCS: &str = include_str!("../../crates/chat-runtime/src/thread/mod.rs");
 
 /// The rows of the table: (method, capability, Slack, Linear).
 fn rows() -> Vec<[String; 4]> {
@@ -60,7 +60,8 @@ fn the_thread_table_says_unsupported_exactly_where_an_adapter_lacks_the_capabili
             continue;
         }
         let cap = Capability::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|c| c.name() == capability)
             .unwrap_or_else(|| panic!("{method}: no capability named {capability}"));
         named.push(cap);
@@ -74,6 +75,6 @@ fn the_thread_table_says_unsupported_exactly_where_an_adapter_lacks_the_capabili
         }
     }
     for cap in Capability::ALL {
-        assert!(named.contains(&cap), "the table has no row for {cap}");
+        assert!(named.contains(cap), "the table has no row for {cap}");
     }
 }

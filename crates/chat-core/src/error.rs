@@ -135,6 +135,14 @@ pub enum AdapterError {
     /// wait is never allowed to outlast it).
     #[error("the handler's deadline passed")]
     DeadlineExceeded,
+    /// The source of a streamed answer (an LLM's token stream) failed; what
+    /// arrived before it stays posted.
+    #[error("the streamed answer's source failed")]
+    Source(#[source] BoxError),
+    /// A call with the same idempotency key is in progress elsewhere and did
+    /// not finish in time; retrying later returns its result.
+    #[error("a post with this idempotency key is still in progress")]
+    InProgress,
 }
 
 #[cfg(test)]

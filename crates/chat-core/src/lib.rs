@@ -80,9 +80,9 @@ pub mod state;
 pub mod view;
 
 pub use adapter::{
-    Capabilities, Capability, DefaultLockScope, Downloads, Ephemeral, History, Inbound, MessageRef,
-    Messaging, Modals, OutboundMessage, PlatformAdapter, PostKey, Resolution, Status, Streams,
-    TextFormat, Unreact, Uploads, Users, Verdict, Webhook,
+    Capabilities, Capability, DefaultLockScope, DirectMessages, Downloads, Ephemeral, History,
+    Inbound, MessageRef, Messaging, Modals, OutboundMessage, PlatformAdapter, PostKey, Resolution,
+    Scheduling, Status, Streams, TextFormat, Unreact, Uploads, Users, Verdict, Webhook,
 };
 pub use card::Card;
 pub use clock::{Clock, SystemClock};
@@ -102,7 +102,9 @@ pub use id::{
 pub use inspect::{EntryView, ForceRelease, HolderView, ScopeFilter, ScopeView};
 pub use installation::{Installation, InstallationError, InstallationStore, Secret};
 pub use kv::{KvStore, SetMode};
-pub use outbound::{HistoryMessage, HistoryPage, UserInfo};
+pub use outbound::{
+    FileUpload, HistoryMessage, HistoryOrder, HistoryPage, ScheduledMessage, UserInfo,
+};
 pub use reply::{Reply, Visibility};
 pub use route::Route;
 pub use state::{

@@ -1,27 +1,29 @@
-//! What handlers read back from a platform through an adapter: a thread's
-//! earlier messages ([`HistoryPage`]) and who a user is ([`UserInfo`]).
+//! What handlers send and read back through an adapter: messages
+//! ([`OutboundMessage`]), a thread's earlier messages ([`HistoryPage`]), who
+//! a user is ([`UserInfo`]), scheduled messages and files.
 
 use serde::{Deserialize, Serialize};
 
 use crate::card::Card;
 use crate::id::{EventId, ThreadRef};
 
-/// One earlier message of a thread.
+/// One earlier message of a thread, read back through the adapter:
+/// normalized as an incoming [`Message`](crate::Message) is (plain text,
+/// markup, Markdown, mentions, links, attachments, author), with when it was
+/// posted. It dereferences to its message, so `entry.text`, `entry.id` and
+/// `entry.author` read as on an event's message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct HistoryMessage {
-    /// The platform's message id (Slack `ts`, Linear comment / activity id).
-    pub id: String,
-    /// Who wrote it (its `is_me` set when it is this bot's).
-    pub author: crate::Author,
-    /// Its text as the platform stores it (Slack mrkdwn, Linear Markdown).
-    pub text: String,
+    /// The message, normalized (its author's `is_me` set when it is this
+    /// bot's).
+    pub message: crate::Message,
     /// When it was posted, in milliseconds since the Unix epoch.
     pub at_ms: u64,
 }
 
 impl HistoryMessage {
-    /// A message of the history.
+    /// A message of the history whose text is plain (no markup to read).
     pub fn new(
         id: impl Into<String>,
         author: crate::Author,
@@ -29,24 +31,46 @@ impl HistoryMessage {
         at_ms: u64,
     ) -> Self {
         Self {
-            id: id.into(),
-            author,
-            text: text.into(),
+            message: crate::Message::new(id, author, text),
             at_ms,
         }
     }
 
+    /// A message the adapter normalized, posted at `at_ms`.
+    pub fn from_message(message: crate::Message, at_ms: u64) -> Self {
+        Self { message, at_ms }
+    }
+
     /// Whether this bot wrote it.
     pub fn is_from_bot(&self) -> bool {
-        self.author.is_me
+        self.message.author.is_me
     }
 }
 
-/// One page of a thread's history, oldest first.
+impl std::ops::Deref for HistoryMessage {
+    type Target = crate::Message;
+
+    fn deref(&self) -> &crate::Message {
+        &self.message
+    }
+}
+
+/// The order of a history read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum HistoryOrder {
+    /// The first message first (a thread's root, then its replies).
+    #[default]
+    OldestFirst,
+    /// The latest message first.
+    NewestFirst,
+}
+
+/// One page of a thread's history, in the order it was asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct HistoryPage {
-    /// The messages of the page, oldest first.
+    /// The messages of the page.
     pub messages: Vec<HistoryMessage>,
     /// The cursor of the next page, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,12 +96,23 @@ pub struct UserInfo {
     /// The full name, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub real_name: Option<String>,
+    /// The handle people type after `@` (Slack's `name`, Linear's
+    /// `displayName`), when the platform has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
+    /// The URL of the user's avatar image, when the platform gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avatar_url: Option<String>,
     /// The email address, when the scopes allow (Slack `users:read.email`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub email: Option<String>,
     /// A bot or app user.
     #[serde(default)]
     pub is_bot: bool,
+    /// How a message mentions this user on the platform (Slack `<@U1>`,
+    /// Linear the profile URL), set by the adapter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mention: Option<String>,
 }
 
 impl UserInfo {
@@ -87,8 +122,11 @@ impl UserInfo {
             id: id.into(),
             display_name: display_name.into(),
             real_name: None,
+            handle: None,
+            avatar_url: None,
             email: None,
             is_bot: false,
+            mention: None,
         }
     }
 
@@ -96,6 +134,20 @@ impl UserInfo {
     #[must_use]
     pub fn with_real_name(mut self, name: impl Into<String>) -> Self {
         self.real_name = Some(name.into());
+        self
+    }
+
+    /// With a handle.
+    #[must_use]
+    pub fn with_handle(mut self, handle: impl Into<String>) -> Self {
+        self.handle = Some(handle.into());
+        self
+    }
+
+    /// With an avatar URL.
+    #[must_use]
+    pub fn with_avatar_url(mut self, url: impl Into<String>) -> Self {
+        self.avatar_url = Some(url.into());
         self
     }
 
@@ -111,6 +163,77 @@ impl UserInfo {
     pub fn with_bot(mut self, is_bot: bool) -> Self {
         self.is_bot = is_bot;
         self
+    }
+
+    /// With the platform's markup that mentions the user.
+    #[must_use]
+    pub fn with_mention(mut self, markup: impl Into<String>) -> Self {
+        self.mention = Some(markup.into());
+        self
+    }
+
+    /// The text that mentions this user in a message on their platform
+    /// (Slack `<@U1>`, which notifies them), else `@handle`, else
+    /// `@display name`.
+    ///
+    /// ```
+    /// use chat_core::UserInfo;
+    /// let ann = UserInfo::new("U1", "Ann").with_handle("ann");
+    /// assert_eq!(ann.clone().with_mention("<@U1>").mention(), "<@U1>");
+    /// assert_eq!(ann.mention(), "@ann");
+    /// assert_eq!(UserInfo::new("U2", "Bo").mention(), "@Bo");
+    /// ```
+    pub fn mention(&self) -> String {
+        match (&self.mention, &self.handle) {
+            (Some(m), _) => m.clone(),
+            (None, Some(h)) => format!("@{h}"),
+            (None, None) => format!("@{}", self.display_name),
+        }
+    }
+}
+
+/// A message scheduled to be posted later
+/// ([`Scheduling`](crate::Scheduling)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ScheduledMessage {
+    /// The platform's id of the scheduled message (Slack
+    /// `scheduled_message_id`), to cancel it.
+    pub id: String,
+    /// Where it will be posted.
+    pub thread: ThreadRef,
+    /// When, in seconds since the Unix epoch, as the platform accepted it.
+    pub post_at: u64,
+}
+
+impl ScheduledMessage {
+    /// A scheduled message.
+    pub fn new(id: impl Into<String>, thread: ThreadRef, post_at: u64) -> Self {
+        Self {
+            id: id.into(),
+            thread,
+            post_at,
+        }
+    }
+}
+
+/// A file to upload ([`Uploads::upload_files`](crate::Uploads::upload_files)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FileUpload {
+    /// The file name.
+    pub name: String,
+    /// Its bytes.
+    pub content: bytes::Bytes,
+}
+
+impl FileUpload {
+    /// A file named `name` holding `content`.
+    pub fn new(name: impl Into<String>, content: impl Into<bytes::Bytes>) -> Self {
+        Self {
+            name: name.into(),
+            content: content.into(),
+        }
     }
 }
 

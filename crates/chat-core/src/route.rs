@@ -36,6 +36,7 @@ pub struct Route {
     matches: Arc<dyn Fn(&Event) -> bool + Send + Sync>,
     serialized: bool,
     fallback: bool,
+    inline: bool,
 }
 
 impl fmt::Debug for Route {
@@ -44,6 +45,7 @@ impl fmt::Debug for Route {
             .field("name", &self.name)
             .field("serialized", &self.serialized)
             .field("fallback", &self.fallback)
+            .field("inline", &self.inline)
             .finish_non_exhaustive()
     }
 }
@@ -61,6 +63,7 @@ impl Route {
             matches: Arc::new(matches),
             serialized: false,
             fallback: false,
+            inline: false,
         }
     }
 
@@ -79,6 +82,23 @@ impl Route {
     pub fn fallback(mut self) -> Self {
         self.fallback = true;
         self
+    }
+
+    /// Answered in the delivery's own HTTP response: the handler runs before
+    /// the acknowledgement even under deferred dispatch (as slash commands
+    /// and modal submissions do), so what it gives `Ctx::reply` is the
+    /// platform's answer — a platform request that waits for data, such as
+    /// Slack's options load for an external select. Unless the runtime's
+    /// `dispatch.inline_interactions` option is off.
+    #[must_use]
+    pub fn inline(mut self) -> Self {
+        self.inline = true;
+        self
+    }
+
+    /// Whether its handler answers in the delivery's HTTP response.
+    pub fn is_inline(&self) -> bool {
+        self.inline
     }
 
     /// The route's name, for logs.
@@ -151,6 +171,35 @@ impl Route {
         )
     }
 
+    /// Clicks on any of the components `action_ids`.
+    ///
+    /// ```
+    /// use chat_core::{Action, Author, Event, EventKind, Platform, Route, ThreadRef};
+    ///
+    /// let click = |id: &str| Event::new("Ev1", "Ev1", ThreadRef::new(Platform::SLACK, "T1", "C1", "1.0"),
+    ///     EventKind::Action(Action::new(id, Author::new("U1"))));
+    /// let route = Route::actions(["approve", "reject"]);
+    /// assert!(route.matches(&click("approve")) && route.matches(&click("reject")));
+    /// assert!(!route.matches(&click("other")));
+    /// assert!(Route::any_action().matches(&click("other")));
+    /// ```
+    pub fn actions<I, S>(action_ids: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let ids: Vec<String> = action_ids.into_iter().map(Into::into).collect();
+        Self::new(
+            "actions",
+            move |e| matches!(&e.kind, EventKind::Action(a) if ids.contains(&a.action_id)),
+        )
+    }
+
+    /// Every click no other route takes.
+    pub fn any_action() -> Self {
+        Self::new("any-action", |e| matches!(e.kind, EventKind::Action(_))).fallback()
+    }
+
     /// The slash command `command` (with its slash).
     pub fn slash_command(command: &str) -> Self {
         let command = command.to_owned();
@@ -158,6 +207,7 @@ impl Route {
             "slash-command",
             move |e| matches!(&e.kind, EventKind::SlashCommand(c) if c.command == command),
         )
+        .inline()
     }
 
     /// Every slash command no other route takes.
@@ -166,6 +216,7 @@ impl Route {
             matches!(e.kind, EventKind::SlashCommand(_))
         })
         .fallback()
+        .inline()
     }
 
     /// Modal submissions: with `Some(callback_id)` of that modal only.
@@ -175,6 +226,7 @@ impl Route {
             "modal-submit",
             move |e| matches!(&e.kind, EventKind::ModalSubmit(m) if id.as_deref().is_none_or(|x| x == m.callback_id)),
         )
+        .inline()
     }
 
     /// Modals closed: with `Some(callback_id)` of that modal only.
@@ -184,6 +236,7 @@ impl Route {
             "modal-close",
             move |e| matches!(&e.kind, EventKind::ModalClose(m) if id.as_deref().is_none_or(|x| x == m.callback_id)),
         )
+        .inline()
     }
 
     /// Agent-session events of `action` (created, prompted), as turns of

@@ -59,4 +59,4 @@ mod transport;
 pub use error::{BuildError, TransportError};
 pub use options::HttpOptions;
 pub use retry::{Attempt, RetryPolicy, backoff, call, parse_seconds, retry_after, seconds};
-pub use transport::{Answer, MAX_ANSWER_BYTES, MAX_REDIRECTS, Proxy, Transport};
+pub use transport::{Answer, MAX_ANSWER_BYTES, MAX_REDIRECTS, Proxy, Transport, same_origin};

@@ -144,6 +144,22 @@ impl Answer {
     }
 }
 
+/// Whether `a` and `b` have one origin: the same scheme and host (compared
+/// without case) and port (the scheme's default when none is written) — the
+/// test for whether a credential meant for one may go to the other.
+///
+/// ```
+/// # use chat_http::same_origin;
+/// let u = |s: &str| s.parse::<http::Uri>().unwrap();
+/// assert!(same_origin(&u("https://Files.Slack.com/a"), &u("https://files.slack.com:443/b")));
+/// assert!(!same_origin(&u("https://files.slack.com/a"), &u("http://files.slack.com/a")));
+/// assert!(!same_origin(&u("https://files.slack.com/a"), &u("https://files.slack.com.evil/a")));
+/// ```
+pub fn same_origin(a: &Uri, b: &Uri) -> bool {
+    let a = Origin::of(a);
+    a.1.is_some() && a == Origin::of(b)
+}
+
 /// Where a request goes, as far as credentials care: scheme, host, port.
 #[derive(Debug, PartialEq, Eq)]
 struct Origin(Option<String>, Option<String>, Option<u16>);
@@ -290,6 +306,38 @@ impl Transport {
     /// status is the last answer's: a caller treats anything but a 2xx as
     /// an error (its body is not read).
     pub async fn download(
+        &self,
+        uri: Uri,
+        auth: Option<&HeaderValue>,
+        limit: u64,
+        timeout: Duration,
+    ) -> Result<(StatusCode, Download), TransportError> {
+        self.follow(uri, auth, limit, timeout).await
+    }
+
+    /// [`download`](Self::download) as an adapter's `Downloads` answers it:
+    /// a 2xx is the download, any other status
+    /// [`AdapterError::Status`](chat_core::AdapterError::Status) (a file
+    /// deleted, a scope missing), a transport failure its adapter error.
+    pub async fn download_file(
+        &self,
+        uri: Uri,
+        auth: Option<&HeaderValue>,
+        limit: u64,
+        timeout: Duration,
+    ) -> Result<Download, chat_core::AdapterError> {
+        let (status, download) = self
+            .follow(uri, auth, limit, timeout)
+            .await
+            .map_err(TransportError::into_adapter)?;
+        if status.is_success() {
+            Ok(download)
+        } else {
+            Err(chat_core::AdapterError::Status(status))
+        }
+    }
+
+    async fn follow(
         &self,
         uri: Uri,
         auth: Option<&HeaderValue>,

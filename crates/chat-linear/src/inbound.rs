@@ -5,13 +5,15 @@
 //! | `AgentSessionEvent` with `agentActivity.signal == "stop"` | [`AgentSessionAction::StopRequested`]: a control event |
 //! | `AgentSessionEvent` `created` | [`AgentSessionAction::Created`], with `promptContext`; its text is the prompt activity's body when the payload has one, else the body of the session's comment |
 //! | `AgentSessionEvent` `prompted` | [`AgentSessionAction::Prompted`], text from `agentActivity.content.body` |
-//! | `Comment` `create` | [`EventKind::Message`] in the comment thread (`parentId ?? id`) |
+//! | `Comment` `create` | [`EventKind::Message`] in the comment thread (`parentId ?? id`): plain text, mentions (profile links), links and uploaded files read from its Markdown |
+//! | `Reaction` `create` / `remove` on a comment | [`EventKind::Reaction`] in the comment's thread (named after the comment reacted to); reactions on issues and the app's own are ignored |
 //! | our own comments and activities, bot comments, comments outside issues | [`Inbound::Ignored`] |
 //! | `OAuthApp` `revoked`, in installation mode | [`EventKind::Other`] named [`OAUTH_APP_REVOKED`], in the organization's tenant: the adapter's `resolve` deletes the installation and ignores it |
 //! | any other type or action | [`Inbound::Ignored`] (`unsupported:{type}:{action}`) |
 //!
 //! Dedupe keys name the entity, not the delivery: `session:{id}:created`,
-//! `session:{id}:activity:{activity id}`, `comment:{id}`. The event id is the
+//! `session:{id}:activity:{activity id}`, `comment:{id}`,
+//! `reaction:{id}:{create|remove}`. The event id is the
 //! `Linear-Delivery` header when present, else the dedupe key.
 
 use std::collections::HashSet;
@@ -19,14 +21,16 @@ use std::collections::HashSet;
 use bytes::Bytes;
 use chat_core::{
     AgentSession, AgentSessionAction, Author, Event, EventKind, Inbound, Message, OtherEvent,
-    Platform, ThreadRef, WebhookError,
+    Platform, Reaction, ThreadRef, WebhookError,
 };
 use serde::Deserialize;
 
 use crate::json::{ensure_object, malformed};
 use crate::payload::{
-    AgentSessionEventWebhookPayload, CommentEvent, UserChildWebhookPayload, WebhookHead,
+    AgentSessionEventWebhookPayload, CommentEvent, ReactionEvent, UserChildWebhookPayload,
+    WebhookHead,
 };
+use crate::read::mentions;
 use crate::signature::DELIVERY_HEADER;
 use crate::thread::{comment_thread, session_thread};
 
@@ -65,6 +69,9 @@ pub(crate) fn parse(
     match (head.kind.as_str(), head.action.as_str()) {
         ("AgentSessionEvent", _) => agent_session_event(cfg, delivery, body, now_ms),
         ("Comment", "create") => comment_created(cfg, delivery, body, now_ms),
+        ("Reaction", "create" | "remove") => {
+            reaction(cfg, delivery, body, now_ms, head.action == "create")
+        }
         ("OAuthApp", "revoked") if cfg.lifecycle_events => {
             oauth_app_revoked(delivery, body, now_ms)
         }
@@ -281,7 +288,7 @@ fn comment_created(
     let thread = comment_thread(p.organization_id.as_str(), issue_id, root);
     let is_mention = mentions(&c.body, &cfg.mention_names);
     let kind = EventKind::Message(
-        Message::new(c.id.clone(), author, c.body.clone()).with_mention(is_mention),
+        message(c.id.clone(), author, &c.body, &cfg.mention_names).with_mention(is_mention),
     );
     Ok(event(
         delivery,
@@ -293,59 +300,62 @@ fn comment_created(
     ))
 }
 
-/// Whether `body` mentions one of `handles` (lowercase): as `@handle`, or as a
-/// link to `…/profiles/handle`, Linear's Markdown form of a mention. A handle
-/// must end where a name cannot go on.
-pub(crate) fn mentions(body: &str, handles: &[String]) -> bool {
-    fn name_char(b: u8) -> bool {
-        b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+/// An emoji reaction added to (`added`) or removed from a comment: an event
+/// in the comment's thread, named after the comment reacted to (the payload
+/// does not say whether it is a reply), as Slack's reactions are.
+fn reaction(
+    cfg: &Config,
+    delivery: Option<String>,
+    body: &Bytes,
+    now_ms: u64,
+    added: bool,
+) -> Result<Inbound, WebhookError> {
+    let p: ReactionEvent = serde_json::from_slice(body).map_err(|e| malformed("Reaction", &e))?;
+    let r = &p.data;
+    if p.organization_id.is_empty() || r.id.is_empty() || r.emoji.is_empty() {
+        return Err(WebhookError::Malformed(
+            "Reaction: no organizationId, data.id or data.emoji".to_owned(),
+        ));
     }
-    fn ends_name(rest: &[u8]) -> bool {
-        match rest.first() {
-            None => true,
-            // A trailing dot ends a sentence, not the name.
-            Some(b'.') => rest.get(1).is_none_or(|b| !name_char(*b)),
-            Some(b) => !name_char(*b),
-        }
+    let comment = r
+        .comment_id
+        .as_deref()
+        .or_else(|| r.comment.as_ref().map(|c| c.id.as_str()))
+        .filter(|c| !c.is_empty());
+    let issue = r
+        .comment
+        .as_ref()
+        .and_then(|c| c.issue_id.as_deref())
+        .or(r.issue_id.as_deref())
+        .filter(|i| !i.is_empty());
+    let (Some(comment), Some(issue)) = (comment, issue) else {
+        return Ok(ignored("reaction-on:not-a-comment"));
+    };
+    let user = author_of(r.user_id.as_deref(), r.user.as_ref());
+    if !user.id.is_empty() && cfg.app_user_ids.contains(user.id.as_str()) {
+        return Ok(ignored("own-reaction"));
     }
-    if handles.is_empty() {
-        return false;
-    }
-    let lower = body.to_ascii_lowercase();
-    let bytes = lower.as_bytes();
-    handles.iter().filter(|h| !h.is_empty()).any(|h| {
-        let at = format!("@{h}");
-        let link = format!("/profiles/{h}");
-        let found = |needle: &str, need_boundary_before: bool| {
-            lower.match_indices(needle).any(|(i, _)| {
-                let before_ok = !need_boundary_before
-                    || i == 0
-                    || !bytes.get(i - 1).is_some_and(|b| b.is_ascii_alphanumeric());
-                before_ok && ends_name(&bytes[i + needle.len()..])
-            })
-        };
-        found(&at, true) || found(&link, false)
-    })
+    let action = if added { "create" } else { "remove" };
+    let thread = comment_thread(p.organization_id.as_str(), issue, comment);
+    Ok(event(
+        delivery,
+        format!("reaction:{}:{action}", r.id),
+        thread,
+        EventKind::Reaction(Reaction::new(r.emoji.clone(), added, user, comment)),
+        body,
+        now_ms,
+    ))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mentions_need_a_whole_handle() {
-        let h = vec!["helper".to_owned()];
-        assert!(mentions("@helper can you look?", &h));
-        assert!(mentions("hey @Helper.", &h));
-        assert!(mentions(
-            "cc [Helper](https://linear.app/acme/profiles/helper) pls",
-            &h
-        ));
-        assert!(mentions("https://linear.app/acme/profiles/helper", &h));
-        assert!(!mentions("@helperbot look", &h));
-        assert!(!mentions("mail me at me@helper.io", &h));
-        assert!(!mentions("helper, look", &h));
-        assert!(!mentions("@helper", &[]));
-        assert!(!mentions("/profiles/helper2", &h));
-    }
+/// A comment's Markdown `body` read into the portable message: plain text,
+/// mentions (`handles` are the bot's), links and uploaded files; the body
+/// itself is its markup and its Markdown.
+pub(crate) fn message(id: String, author: Author, body: &str, handles: &[String]) -> Message {
+    let read = crate::read::read(body, handles);
+    Message::new(id, author, read.text)
+        .with_markup(body)
+        .with_markdown(body)
+        .with_mentions(read.mentions)
+        .with_links(read.links)
+        .with_attachments(read.attachments)
 }

@@ -169,6 +169,7 @@ pub mod markdown;
 mod oauth;
 mod operations;
 pub mod payload;
+mod read;
 mod respond;
 pub mod routes;
 pub mod signature;

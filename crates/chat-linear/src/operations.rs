@@ -71,6 +71,25 @@ pub(crate) const REACTION_CREATE: &str = "mutation ReactionCreate($input: Reacti
   }
 }";
 
+pub(crate) const REACTION_DELETE: &str = "mutation ReactionDelete($id: String!) {
+  reactionDelete(id: $id) {
+    success
+  }
+}";
+
+pub(crate) const COMMENT_REACTIONS: &str = "query CommentReactions($id: String!) {
+  comment(id: $id) {
+    reactions {
+      id
+      emoji
+      user {
+        id
+        isMe
+      }
+    }
+  }
+}";
+
 pub(crate) const AGENT_ACTIVITY: &str = "query AgentActivity($id: String!) {
   agentActivity(id: $id) {
     id
@@ -157,6 +176,8 @@ pub(crate) const USER: &str = "query User($id: String!) {
     name
     displayName
     email
+    avatarUrl
+    url
     app
   }
 }";
@@ -321,6 +342,26 @@ pub(crate) fn reaction_create(comment_id: &str, emoji: &str) -> Operation {
         document: REACTION_CREATE,
         variables: json!({ "input": { "commentId": comment_id, "emoji": emoji } }),
         field: "reactionCreate",
+    }
+}
+
+/// `reactionDelete` of reaction `id`.
+pub(crate) fn reaction_delete(id: &str) -> Operation {
+    Operation {
+        name: "ReactionDelete",
+        document: REACTION_DELETE,
+        variables: json!({ "id": id }),
+        field: "reactionDelete",
+    }
+}
+
+/// The reactions on comment `id`, with who made each.
+pub(crate) fn comment_reactions(id: &str) -> Operation {
+    Operation {
+        name: "CommentReactions",
+        document: COMMENT_REACTIONS,
+        variables: json!({ "id": id }),
+        field: "comment",
     }
 }
 

@@ -402,6 +402,37 @@ impl CommentEvent {
     }
 }
 
+/// `ReactionWebhookPayload`: an emoji reaction, on a comment or an issue.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ReactionWebhookPayload {
+    /// The reaction's id.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub id: String,
+    /// The emoji's name.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub emoji: String,
+    /// The comment reacted to, when it is one.
+    #[serde(default)]
+    pub comment_id: Option<String>,
+    /// The comment reacted to.
+    #[serde(default)]
+    pub comment: Option<CommentChildWebhookPayload>,
+    /// The issue reacted to (or the comment's issue).
+    #[serde(default)]
+    pub issue_id: Option<String>,
+    /// Who reacted.
+    #[serde(default)]
+    pub user_id: Option<String>,
+    /// Who reacted.
+    #[serde(default)]
+    pub user: Option<UserChildWebhookPayload>,
+}
+
+/// A reaction data-change event (`create`, `remove`).
+pub type ReactionEvent = EntityWebhookPayload<ReactionWebhookPayload>;
+
 /// The actor of a data change: one of the schema's `EntityActorWebhookPayload`
 /// members (`UserActorWebhookPayload`, `OauthClientActorWebhookPayload`,
 /// `IntegrationActorWebhookPayload`, `ExternalUserActorWebhookPayload`).

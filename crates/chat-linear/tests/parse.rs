@@ -170,8 +170,14 @@ fn unknown_session_actions_and_other_types_are_ignored() {
 
     let issue = payloads::entity("Issue", "update", json!({"id": ISSUE, "title": "x"}));
     assert_eq!(ignored(&issue), "unsupported:Issue:update");
-    let reaction = payloads::entity("Reaction", "create", json!({"id": "r1", "emoji": "+1"}));
-    assert_eq!(ignored(&reaction), "unsupported:Reaction:create");
+    let project = payloads::entity("Project", "create", json!({"id": "p1"}));
+    assert_eq!(ignored(&project), "unsupported:Project:create");
+    let on_issue = payloads::entity(
+        "Reaction",
+        "create",
+        json!({"id": "r1", "emoji": "+1", "issueId": ISSUE}),
+    );
+    assert_eq!(ignored(&on_issue), "reaction-on:not-a-comment");
     let weird = payloads::entity("Comm\nent<script>", "cre ate", json!({"id": "x"}));
     assert_eq!(ignored(&weird), "unsupported:Commentscript:create");
 

@@ -15,7 +15,9 @@
 
 mod common;
 
-use chat_core::{History as _, Messaging as _, Status as _, Users as _, Webhook as _};
+use chat_core::{
+    History as _, Messaging as _, Status as _, Unreact as _, Users as _, Webhook as _,
+};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -29,7 +31,8 @@ use chat_linear::payload::{
     ActorWebhookPayload, AgentActivityWebhookPayload, AgentSessionEventWebhookPayload,
     AgentSessionWebhookPayload, CommentChildWebhookPayload, CommentEvent, CommentWebhookPayload,
     GuidanceRuleWebhookPayload, IssueChildWebhookPayload, IssueWithDescriptionChildWebhookPayload,
-    TeamChildWebhookPayload, UserChildWebhookPayload, WebhookHead,
+    ReactionEvent, ReactionWebhookPayload, TeamChildWebhookPayload, UserChildWebhookPayload,
+    WebhookHead,
 };
 use chat_linear::thread::{comment_thread, session_thread};
 use chat_linear::{
@@ -247,6 +250,7 @@ async fn everything_the_client_sends() -> Vec<Value> {
         id: "c-root".to_owned(),
     };
     linear.react(&theirs, ":eyes:").await.unwrap();
+    linear.unreact(&theirs, ":eyes:").await.unwrap();
     linear.delete(&reply).await.unwrap();
 
     // Reading back: a thread's history (both kinds, two pages), a user.
@@ -320,9 +324,11 @@ async fn every_request_the_client_sends_validates_against_the_schema() {
             "Comment",
             "CommentCreate",
             "CommentDelete",
+            "CommentReactions",
             "CommentThread",
             "CommentUpdate",
             "ReactionCreate",
+            "ReactionDelete",
             "SessionActivities",
             "User",
             "Viewer",
@@ -468,6 +474,8 @@ fn payload_structs_use_the_schemas_field_names() {
     assert_fields_in::<GuidanceRuleWebhookPayload>("GuidanceRuleWebhookPayload");
     assert_fields_in::<CommentEvent>("EntityWebhookPayload");
     assert_fields_in::<CommentWebhookPayload>("CommentWebhookPayload");
+    assert_fields_in::<ReactionWebhookPayload>("ReactionWebhookPayload");
+    assert_fields_in::<ReactionEvent>("EntityWebhookPayload");
     assert_fields_in::<ActorWebhookPayload>("EntityActorWebhookPayload");
     assert_fields_in::<WebhookHead>("EntityWebhookPayload");
     assert_fields_in::<WebhookHead>("AgentSessionEventWebhookPayload");

@@ -300,7 +300,9 @@ fn linear_declares_what_its_api_has_and_nothing_more() {
             Capability::Streams,
             Capability::History,
             Capability::Users,
-            Capability::Status
+            Capability::Status,
+            Capability::Unreact,
+            Capability::Downloads
         ]
     );
 }

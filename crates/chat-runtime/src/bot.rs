@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use chat_core::{
-    Capabilities, Capability, ForceRelease, PlatformAdapter, Route, ScopeKey, StateBackend,
-    StateError,
+    AdapterError, Capabilities, Capability, ForceRelease, PlatformAdapter, Route, ScopeKey,
+    StateBackend, StateError,
 };
 use regex::Regex;
 
@@ -17,6 +17,7 @@ use crate::options::{BuildError, RuntimeOptions};
 use crate::outcome::{Observer, OutcomeRecord, Recorder};
 use crate::router::Handlers;
 use crate::shared::Shared;
+use crate::thread::Thread;
 use crate::webhook::WebhookService;
 
 /// A configured bot: handlers, adapters, a state backend and options. Cheap to
@@ -89,6 +90,82 @@ impl Bot {
             )));
         };
         crate::dispatch::deliver_event_detached(&self.shared, adapter, event).await
+    }
+
+    /// The conversation `thread` names, to post into outside any handler —
+    /// a cron job, a CI result, an approval, a workflow that stored a
+    /// [`Thread`] (it serializes as its [`ThreadRef`](chat_core::ThreadRef))
+    /// and acts later: the same handle a handler gets, through the adapter
+    /// of the thread's platform, on any replica. Its calls have no run
+    /// deadline (each platform call has the adapter's own timeouts); for a
+    /// job that may be retried, post with
+    /// [`post_once`](Thread::post_once) and a key of the job's.
+    ///
+    /// ```
+    /// # async fn job(bot: chat_runtime::Bot) -> Result<(), chat_runtime::BoxError> {
+    /// use chat_runtime::core::{Platform, ThreadRef};
+    ///
+    /// let thread = bot.thread(&ThreadRef::new(Platform::SLACK, "T024BE7LD", "C2147483705", ""))?;
+    /// thread.post_once("nightly-2026-12-06", "The nightly build passed.").await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`AdapterError::Unsupported`](chat_core::AdapterError::Unsupported)
+    /// when no adapter of the bot serves the thread's platform.
+    pub fn thread(&self, thread: &chat_core::ThreadRef) -> Result<Thread, AdapterError> {
+        let adapter = self
+            .shared
+            .adapter_for(&thread.platform)
+            .ok_or(AdapterError::Unsupported("no adapter serves this platform"))?;
+        Ok(Thread::new(
+            adapter,
+            Arc::clone(self.shared.state()),
+            thread.clone(),
+            Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            None,
+            self.shared.options().retention.clone(),
+        ))
+    }
+
+    /// A channel (or conversation) of `tenant` on `platform`, to post into
+    /// as new top-level messages outside any handler: [`thread`](Self::thread)
+    /// of the channel without a thread part.
+    ///
+    /// # Errors
+    /// As [`thread`](Self::thread).
+    pub fn channel(
+        &self,
+        platform: chat_core::Platform,
+        tenant: &str,
+        channel: &str,
+    ) -> Result<Thread, AdapterError> {
+        self.thread(&chat_core::ThreadRef::new(platform, tenant, channel, ""))
+    }
+
+    /// The direct-message conversation between the bot and `user` of
+    /// `tenant` on `platform` (opened if it was not; Slack
+    /// `conversations.open`), to post into outside any handler.
+    ///
+    /// # Errors
+    /// As [`thread`](Self::thread);
+    /// [`AdapterError::Unsupported`](chat_core::AdapterError::Unsupported)
+    /// where the platform opens no direct messages (Linear); the adapter's.
+    pub async fn open_dm(
+        &self,
+        platform: chat_core::Platform,
+        tenant: &str,
+        user: &str,
+    ) -> Result<Thread, AdapterError> {
+        let adapter = self
+            .shared
+            .adapter_for(&platform)
+            .ok_or(AdapterError::Unsupported("no adapter serves this platform"))?;
+        let dms = adapter
+            .as_direct_messages()
+            .ok_or(Capability::DirectMessages.unsupported())?;
+        let dm = dms.open_dm(&chat_core::TenantId::new(tenant), user).await?;
+        self.thread(&dm)
     }
 
     /// What the adapter named `adapter` can do beyond posting
@@ -394,6 +471,15 @@ impl BotBuilder {
         self
     }
 
+    /// Handles every direct message to the bot (subscribed or not), instead
+    /// of the mention and subscribed-message handlers. Without one, a DM
+    /// counts as a mention.
+    #[must_use]
+    pub fn on_direct_message(mut self, handler: impl Handler) -> Self {
+        self.handlers.direct.push(Arc::new(handler));
+        self
+    }
+
     /// Handles every message in a thread the bot subscribed to.
     #[must_use]
     pub fn on_subscribed_message(mut self, handler: impl Handler) -> Self {
@@ -440,6 +526,22 @@ impl BotBuilder {
     #[must_use]
     pub fn on_action(self, action_id: &str, handler: impl Handler) -> Self {
         self.on(Route::action(action_id), handler)
+    }
+
+    /// Handles clicks on any of the components `action_ids`.
+    #[must_use]
+    pub fn on_actions<I, S>(self, action_ids: I, handler: impl Handler) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.on(Route::actions(action_ids), handler)
+    }
+
+    /// Handles every click no other route takes.
+    #[must_use]
+    pub fn on_any_action(self, handler: impl Handler) -> Self {
+        self.on(Route::any_action(), handler)
     }
 
     /// Handles a slash command (`/echo`).

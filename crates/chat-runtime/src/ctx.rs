@@ -49,8 +49,7 @@ pub(crate) struct CtxParts {
     pub(crate) posted: Arc<AtomicBool>,
     pub(crate) response: Option<crate::response::DeliveryResponse>,
     pub(crate) data: AppData,
-    pub(crate) subscription_ttl: std::time::Duration,
-    pub(crate) user_ttl: std::time::Duration,
+    pub(crate) retention: crate::options::RetentionOptions,
     /// The bot's tasks: what runs after the handler (a later reply) is one,
     /// so shutdown waits for it.
     pub(crate) tracker: tokio_util::task::TaskTracker,
@@ -72,7 +71,7 @@ impl Ctx {
             i.event.thread.clone(),
             Arc::clone(&i.posted),
             i.deadline,
-            i.user_ttl,
+            i.retention.clone(),
         )
         .answering(recipient_of(&i.event))
         .for_run(self.replies())
@@ -112,7 +111,7 @@ impl Ctx {
             thread,
             Arc::clone(&i.posted),
             i.deadline,
-            i.user_ttl,
+            i.retention.clone(),
         )
         .for_run(self.replies())
     }
@@ -169,7 +168,10 @@ impl Ctx {
     pub async fn subscribe(&self) -> Result<(), StateError> {
         self.inner
             .state
-            .subscribe(&self.inner.event.thread, self.inner.subscription_ttl)
+            .subscribe(
+                &self.inner.event.thread,
+                self.inner.retention.subscription_ttl,
+            )
             .await
     }
 
@@ -184,6 +186,37 @@ impl Ctx {
             .state
             .is_subscribed(&self.inner.event.thread)
             .await
+    }
+
+    /// The conversation so far as the turns an LLM client takes: the
+    /// thread's last `limit` messages ([`Thread::transcript`]), with the
+    /// events this run answers — those it supersedes
+    /// ([`skipped`](Self::skipped)) and its own — folded in where the
+    /// history does not have them yet (a platform without history, a
+    /// message not yet readable), in the order they arrived. Oldest first;
+    /// the bot's own messages are [`Role::Assistant`](crate::Role::Assistant).
+    ///
+    /// # Errors
+    /// The adapter's, when the history cannot be read.
+    pub async fn transcript(&self, limit: usize) -> Result<Vec<crate::Turn>, AdapterError> {
+        let mut turns = self.thread().transcript(limit).await?;
+        let runs = self
+            .inner
+            .skipped
+            .iter()
+            .map(|e| e.as_ref())
+            .chain(std::iter::once(self.inner.event.as_ref()));
+        for event in runs {
+            let Some(turn) = turn_of(event) else {
+                continue;
+            };
+            if !turns.iter().any(|t| t.message_id == turn.message_id) {
+                turns.push(turn);
+            }
+        }
+        let extra = turns.len().saturating_sub(limit);
+        turns.drain(..extra);
+        Ok(turns)
     }
 
     /// The events that arrived while the previous handler was busy and that this
@@ -327,6 +360,28 @@ pub enum Replied {
     InResponse,
     /// After the response, through the interaction's follow-up handle.
     Later,
+}
+
+/// The transcript turn an event adds: a message, or an agent's prompt.
+fn turn_of(event: &Event) -> Option<crate::Turn> {
+    match &event.kind {
+        chat_core::EventKind::Message(m) if m.change == chat_core::MessageChange::Posted => {
+            Some(crate::Turn::of(m))
+        }
+        chat_core::EventKind::AgentSession(s) => {
+            let text = s.text.clone()?;
+            let id = s
+                .activity_id
+                .clone()
+                .unwrap_or_else(|| event.id.to_string());
+            Some(crate::Turn::of(&chat_core::Message::new(
+                id,
+                s.user.clone(),
+                text,
+            )))
+        }
+        _ => None,
+    }
 }
 
 /// The user an event's answer is for: its author.

@@ -193,8 +193,17 @@ async fn deliver_event(
             Plan::Admit {
                 gate,
                 serialized,
+                inline,
                 handler,
-            } => admit(shared, adapter, &event, (gate, serialized, handler), answer).await,
+            } => {
+                let route = Routed {
+                    gate,
+                    serialized,
+                    inline,
+                    handler,
+                };
+                admit(shared, adapter, &event, route, answer).await
+            }
         }
     };
     let verdict = answer.finish(decide.instrument(span).await);
@@ -319,13 +328,27 @@ fn place(
     })
 }
 
+/// What routing decided about an event to admit (see `Plan::Admit`).
+struct Routed {
+    gate: Gate,
+    serialized: bool,
+    inline: bool,
+    handler: Option<crate::handler::SharedHandler>,
+}
+
 async fn admit(
     shared: &Arc<Shared>,
     adapter: &Arc<dyn PlatformAdapter>,
     event: &Arc<Event>,
-    (gate, serialized, handler): (Gate, bool, Option<crate::handler::SharedHandler>),
+    routed: Routed,
     answer: &DeliveryResponse,
 ) -> Verdict {
+    let Routed {
+        gate,
+        serialized,
+        inline,
+        handler,
+    } = routed;
     let accepted_at = Instant::now();
     if shared.signals().is_closed() {
         shared
@@ -335,13 +358,15 @@ async fn admit(
     }
     let admitted = shared.options().dispatch.mode == Dispatch::Deferred;
     // Interactions that are answered in the HTTP response itself (a slash
-    // command's text, a modal's response_action) run before the acknowledgement
-    // even under deferred dispatch, unless the options say otherwise.
+    // command's text, a modal's response_action, an inline route's answer)
+    // run before the acknowledgement even under deferred dispatch, unless the
+    // options say otherwise.
     let inline = shared.options().dispatch.inline_interactions
-        && matches!(
-            event.kind,
-            EventKind::SlashCommand(_) | EventKind::ModalSubmit(_) | EventKind::ModalClose(_)
-        );
+        && (inline
+            || matches!(
+                event.kind,
+                EventKind::SlashCommand(_) | EventKind::ModalSubmit(_) | EventKind::ModalClose(_)
+            ));
     let deferred = admitted && !inline;
     // Admission comes before any state is touched: a refused delivery is not
     // marked, so the platform's retry is new. A handler that will run inside

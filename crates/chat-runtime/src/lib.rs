@@ -92,6 +92,7 @@ mod ctx;
 mod data;
 mod dispatch;
 mod handler;
+mod heal;
 mod holder;
 mod keeper;
 mod metered;
@@ -122,6 +123,7 @@ pub use chat_core::{
 };
 pub use ctx::{Ctx, Replied};
 pub use handler::{Handler, HandlerFuture};
+pub use heal::heal_markdown;
 pub use options::{
     AdmissionOptions, BuildError, Dispatch, DispatchOptions, LeaseOptions, LockScope, MAX_DURATION,
     RecoveryOptions, RetentionOptions, RuntimeOptions, ScopeChoice, ShutdownMode, TelemetryOptions,
@@ -129,5 +131,7 @@ pub use options::{
 };
 pub use outcome::{Observer, Outcome, OutcomeRecord, RECENT_OUTCOMES};
 pub use signal::shutdown_signal;
-pub use thread::{DEFAULT_STREAM_INTERVAL, SentMessage, Thread};
+pub use thread::history::{MAX_TURNED_AROUND, Role, Turn};
+pub use thread::stream::Chunk;
+pub use thread::{DEFAULT_STREAM_INTERVAL, Private, SentMessage, Thread};
 pub use webhook::WebhookService;

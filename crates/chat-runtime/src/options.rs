@@ -556,6 +556,11 @@ pub struct RetentionOptions {
     /// How long a user lookup ([`Thread::user`](crate::Thread::user)) stays
     /// cached in the state backend. Default 1 hour.
     pub user_cache_ttl: Duration,
+    /// How long a post under an idempotency key
+    /// ([`Thread::post_once`](crate::Thread::post_once)) is remembered: a
+    /// retry with the same key within it returns the first post. Default
+    /// 24 hours.
+    pub idempotency_ttl: Duration,
 }
 
 impl Default for RetentionOptions {
@@ -564,6 +569,7 @@ impl Default for RetentionOptions {
             dedupe_ttl: None,
             subscription_ttl: chat_core::DEFAULT_SUBSCRIPTION_TTL,
             user_cache_ttl: Duration::from_secs(60 * 60),
+            idempotency_ttl: Duration::from_secs(24 * 60 * 60),
         }
     }
 }
@@ -590,8 +596,18 @@ impl RetentionOptions {
         self
     }
 
+    /// Sets how long a post under an idempotency key is remembered.
+    #[must_use]
+    pub fn idempotency_ttl(mut self, ttl: Duration) -> Self {
+        self.idempotency_ttl = ttl;
+        self
+    }
+
     /// Checks the group on its own.
     pub fn validate(&self) -> Result<(), BuildError> {
+        if self.idempotency_ttl.is_zero() {
+            return Err(BuildError::ZeroIdempotencyTtl);
+        }
         if self.subscription_ttl.is_zero() {
             return Err(BuildError::ZeroSubscriptionTtl);
         }
@@ -603,7 +619,8 @@ impl RetentionOptions {
         }
         at_most("retention.dedupe_ttl", self.dedupe_ttl)?;
         at_most("retention.subscription_ttl", Some(self.subscription_ttl))?;
-        at_most("retention.user_cache_ttl", Some(self.user_cache_ttl))
+        at_most("retention.user_cache_ttl", Some(self.user_cache_ttl))?;
+        at_most("retention.idempotency_ttl", Some(self.idempotency_ttl))
     }
 }
 
@@ -701,6 +718,9 @@ pub enum BuildError {
     /// A user cache TTL of zero.
     #[error("retention.user_cache_ttl must be positive")]
     ZeroUserCacheTtl,
+    /// An idempotency TTL of zero.
+    #[error("retention.idempotency_ttl must be positive")]
+    ZeroIdempotencyTtl,
     /// A subscription TTL of zero.
     #[error("retention.subscription_ttl must be positive")]
     ZeroSubscriptionTtl,

@@ -1,5 +1,6 @@
 //! Routing: which handler an event goes to. Messages are routed as users of
-//! the TypeScript SDK expect — own messages are ignored, a DM counts as a
+//! the TypeScript SDK expect — own messages are ignored, a DM goes to the
+//! direct-message handler when there is one and otherwise counts as a
 //! mention, a message in a subscribed thread goes to the subscribed-message
 //! handler — and every other event by the [`Route`]s registered with
 //! `BotBuilder::on` (the `on_*` methods register portable routes), in
@@ -15,6 +16,7 @@ use crate::handler::SharedHandler;
 #[derive(Default, Clone)]
 pub(crate) struct Handlers {
     pub(crate) mention: Vec<SharedHandler>,
+    pub(crate) direct: Vec<SharedHandler>,
     pub(crate) subscribed: Vec<SharedHandler>,
     pub(crate) pattern: Vec<(Regex, SharedHandler)>,
     /// Every other route, in registration order.
@@ -31,10 +33,11 @@ pub(crate) enum Plan {
     /// others (reactions, actions, commands, modals) run unlocked. `handler`
     /// is the one chosen now, so the run does not match again (a message's
     /// may still go to the subscribed-message handler, which admission
-    /// decides).
+    /// decides). `inline` routes answer in the delivery's HTTP response.
     Admit {
         gate: Gate,
         serialized: bool,
+        inline: bool,
         handler: Option<SharedHandler>,
     },
 }
@@ -51,9 +54,18 @@ impl Handlers {
         first(false).or_else(|| first(true))
     }
 
+    /// The direct-message handler of a DM, when one is registered: it takes
+    /// every direct message, subscribed or not.
+    fn direct(&self, m: &chat_core::Message) -> Option<SharedHandler> {
+        m.is_dm.then(|| self.direct.first().cloned()).flatten()
+    }
+
     /// The handler of a message that mentions the bot (or is a DM), else the
     /// first whose pattern it matches, in a thread that is not subscribed.
     fn unsubscribed(&self, m: &chat_core::Message) -> Option<SharedHandler> {
+        if let Some(h) = self.direct(m) {
+            return Some(h);
+        }
         if (m.is_mention || m.is_dm)
             && let Some(h) = self.mention.first()
         {
@@ -72,6 +84,7 @@ impl Handlers {
             Some((route, handler)) => Plan::Admit {
                 gate: Gate::Open,
                 serialized: route.is_serialized(),
+                inline: route.is_inline(),
                 handler: Some(handler.clone()),
             },
             None => Plan::Ignore(ignored),
@@ -88,12 +101,14 @@ impl Handlers {
                     Plan::Admit {
                         gate: Gate::Open,
                         serialized: true,
+                        inline: false,
                         handler: Some(handler),
                     }
                 } else if !self.subscribed.is_empty() {
                     Plan::Admit {
                         gate: Gate::Subscribed,
                         serialized: true,
+                        inline: false,
                         handler: None,
                     }
                 } else {
@@ -114,6 +129,9 @@ impl Handlers {
         if let EventKind::Message(m) = &event.kind
             && m.change == MessageChange::Posted
         {
+            if let Some(h) = self.direct(m) {
+                return Some(h);
+            }
             if subscribed && let Some(h) = self.subscribed.first() {
                 return Some(h.clone());
             }
@@ -125,11 +143,11 @@ impl Handlers {
     }
 
     /// The subscribed-message handler, for a message admitted in a
-    /// subscribed thread.
+    /// subscribed thread (a DM keeps its direct-message handler).
     pub(crate) fn subscribed_for(&self, event: &Event) -> Option<SharedHandler> {
         match &event.kind {
             EventKind::Message(m) if m.change == MessageChange::Posted => {
-                self.subscribed.first().cloned()
+                self.direct(m).or_else(|| self.subscribed.first().cloned())
             }
             _ => None,
         }

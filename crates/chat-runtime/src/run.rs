@@ -71,8 +71,7 @@ pub(crate) async fn run(
         posted: work.posted,
         response: work.response,
         data: shared.data().clone(),
-        subscription_ttl: shared.options().retention.subscription_ttl,
-        user_ttl: shared.options().retention.user_cache_ttl,
+        retention: shared.options().retention.clone(),
         tracker: shared.tracker().clone(),
     });
     let started = Instant::now();

@@ -25,6 +25,7 @@ on_every_backend!(
     other_kinds_route_by_name,
     a_sync_handler_can_answer_the_delivery,
     interactions_answer_inline_under_deferred_dispatch,
+    direct_messages_action_lists_and_inline_routes,
     a_stop_request_cancels_the_running_turn_here,
     a_stop_request_reaches_a_holder_on_another_replica_at_renewal,
     the_max_lock_lifetime_preempts_a_hung_handler,
@@ -326,6 +327,101 @@ async fn interactions_answer_inline_under_deferred_dispatch(env: Env) {
     assert!(r.body().is_empty());
     w.pass(500).await;
     assert_eq!(w.seen(), [pair("command", "c")]);
+}
+
+/// A direct-message handler takes every DM (a subscribed one too) and no
+/// mention; a list of action ids routes each of them; an action no route
+/// names goes to the catch-all; a route marked inline answers in the HTTP
+/// response under deferred dispatch.
+async fn direct_messages_action_lists_and_inline_routes(env: Env) {
+    let adapter = ScriptedAdapter::new("test");
+    let seen = Seen::default();
+    let options = env.clock.options(deferred(Concurrency::queue()));
+    let bot = Bot::builder()
+        .state_arc(env.store().await)
+        .adapter(adapter.clone())
+        .options(options)
+        .on_new_mention(tagged(&seen, "mention"))
+        .on_subscribed_message(tagged(&seen, "subscribed"))
+        .on_direct_message(tagged(&seen, "dm"))
+        .on_actions(["approve", "reject"], tagged(&seen, "decision"))
+        .on_any_action(tagged(&seen, "any-action"))
+        .on(
+            chat_core::Route::new(
+                "lookup",
+                |e: &Event| matches!(&e.kind, EventKind::Other(o) if o.name == "lookup"),
+            )
+            .inline(),
+            {
+                let seen = Arc::clone(&seen);
+                move |ctx: Ctx, e: Event| {
+                    let seen = Arc::clone(&seen);
+                    async move {
+                        ctx.reply(chat_core::Reply::platform(
+                            serde_json::json!({ "options": ["a"] }),
+                        ));
+                        seen.lock()
+                            .unwrap()
+                            .push(("lookup".to_owned(), e.id.to_string(), None));
+                        Ok::<(), chat_runtime::BoxError>(())
+                    }
+                }
+            },
+        )
+        .build()
+        .unwrap();
+    let send = |e: Event| {
+        let (bot, adapter) = (bot.clone(), adapter.clone());
+        async move { bot.handle("test", adapter.request(&e)).await }
+    };
+    let t = |id: &str| adapter.thread("T1", "D1", id);
+    send(EventBuilder::new(t("1")).id("dm1").dm("subscribe").build()).await;
+    send(EventBuilder::new(t("1")).id("dm2").dm("again").build()).await;
+    send(
+        EventBuilder::new(adapter.thread("T1", "C1", "2"))
+            .id("m")
+            .mention("hello")
+            .build(),
+    )
+    .await;
+    for (id, action) in [("a1", "approve"), ("a2", "reject"), ("a3", "other")] {
+        send(
+            EventBuilder::new(adapter.thread("T1", "C1", "3"))
+                .id(id)
+                .action(action, None)
+                .build(),
+        )
+        .await;
+    }
+    let mut lookup = EventBuilder::new(adapter.thread("T1", "C1", ""))
+        .id("l")
+        .build();
+    lookup.kind = EventKind::Other(chat_core::OtherEvent::new("lookup", serde_json::json!({})));
+    lookup.dedupe_key = chat_core::DedupeKey::new("l");
+    let r = send(lookup).await;
+    // Ran before the answer: what it gave `reply` is the body.
+    let body: serde_json::Value = serde_json::from_slice(r.body()).unwrap();
+    assert_eq!(body, serde_json::json!({ "options": ["a"] }));
+    env.clock.pass(500).await;
+    assert!(bot.idle(Duration::from_secs(5)).await);
+    let mut got: Vec<(String, String)> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(t, id, _)| (t.clone(), id.clone()))
+        .collect();
+    got.sort();
+    let mut want = vec![
+        pair("dm", "dm1"),
+        pair("dm", "dm2"),
+        pair("mention", "m"),
+        pair("decision", "a1"),
+        pair("decision", "a2"),
+        pair("any-action", "a3"),
+        pair("lookup", "l"),
+    ];
+    want.sort();
+    assert_eq!(got, want);
 }
 
 async fn a_stop_request_cancels_the_running_turn_here(env: Env) {

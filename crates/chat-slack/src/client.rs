@@ -436,34 +436,24 @@ impl SlackClient {
                 uri.host().unwrap_or_default()
             )));
         }
-        let (status, download) = self
-            .inner
+        self.inner
             .web
-            .download(
+            .download_file(
                 uri,
                 self.auth.as_ref(),
                 limit,
                 self.inner.http.request_timeout,
             )
             .await
-            .map_err(chat_http::TransportError::into_adapter)?;
-        if !status.is_success() {
-            return Err(AdapterError::Status(status));
-        }
-        Ok(download)
     }
 
     fn may_send_token_to(&self, uri: &http::Uri) -> bool {
         let host = uri.host().unwrap_or_default().to_ascii_lowercase();
         let slack = uri.scheme() == Some(&http::uri::Scheme::HTTPS)
             && (host == "slack.com" || host.ends_with(".slack.com"));
-        let base = http::Uri::try_from(self.inner.base_url.as_str()).ok();
-        let same_as_base = base.is_some_and(|b| {
-            b.scheme() == uri.scheme()
-                && b.host().map(str::to_ascii_lowercase) == Some(host.clone())
-                && b.port_u16() == uri.port_u16()
-        });
-        slack || same_as_base
+        slack
+            || http::Uri::try_from(self.inner.base_url.as_str())
+                .is_ok_and(|base| chat_http::same_origin(&base, uri))
     }
 
     /// Sends a JSON body and reads the answer as `T`, `ok: false` as
@@ -719,6 +709,154 @@ impl SlackClient {
         self.call_form("conversations.replies", &form).await
     }
 
+    /// `conversations.history`: one page of `channel`'s messages, newest
+    /// first, from `cursor`.
+    pub async fn history(
+        &self,
+        channel: &str,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Value, AdapterError> {
+        let limit = limit.clamp(1, 1000).to_string();
+        let mut form = vec![("channel", channel), ("limit", limit.as_str())];
+        if let Some(cursor) = cursor.filter(|c| !c.is_empty()) {
+            form.push(("cursor", cursor));
+        }
+        self.call_form("conversations.history", &form).await
+    }
+
+    /// The message `ts` of `channel` (in thread `thread_ts`, else in the
+    /// channel itself), or `Value::Null` when it is not there: one
+    /// `conversations.replies` / `conversations.history` call bounded to
+    /// that `ts` (`oldest` = `latest` = `ts`, `inclusive`).
+    pub async fn message(
+        &self,
+        channel: &str,
+        thread_ts: Option<&str>,
+        ts: &str,
+    ) -> Result<Value, AdapterError> {
+        let mut form = vec![
+            ("channel", channel),
+            ("oldest", ts),
+            ("latest", ts),
+            ("inclusive", "true"),
+            ("limit", "1"),
+        ];
+        let method = match thread_ts.filter(|t| !t.is_empty()) {
+            Some(thread) => {
+                form.push(("ts", thread));
+                "conversations.replies"
+            }
+            None => "conversations.history",
+        };
+        let answer = self.call_form(method, &form).await?;
+        Ok(answer
+            .get("messages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|m| m["ts"] == ts)
+            .cloned()
+            .unwrap_or(Value::Null))
+    }
+
+    /// `chat.scheduleMessage`: posts `content` in `channel` (in thread
+    /// `thread_ts` when given) at `post_at` (seconds since the Unix epoch;
+    /// Slack takes at most 120 days ahead). Returns the
+    /// `scheduled_message_id` and the `post_at` Slack accepted.
+    pub async fn schedule_message(
+        &self,
+        channel: &str,
+        thread_ts: Option<&str>,
+        post_at: u64,
+        content: impl Into<Content>,
+    ) -> Result<(String, u64), AdapterError> {
+        let mut body = json!({ "channel": channel, "post_at": post_at });
+        content.into().write_into(&mut body);
+        if let Some(ts) = thread_ts.filter(|t| !t.is_empty()) {
+            body["thread_ts"] = json!(ts);
+        }
+        let answer = self.call("chat.scheduleMessage", &body).await?;
+        let id = answer["scheduled_message_id"].as_str().ok_or_else(|| {
+            AdapterError::Decode("chat.scheduleMessage answer without scheduled_message_id".into())
+        })?;
+        let at = answer["post_at"]
+            .as_u64()
+            .or_else(|| answer["post_at"].as_str().and_then(|p| p.parse().ok()))
+            .unwrap_or(post_at);
+        Ok((id.to_owned(), at))
+    }
+
+    /// `chat.deleteScheduledMessage`: cancels scheduled message `id` of
+    /// `channel` before it is posted.
+    pub async fn delete_scheduled_message(
+        &self,
+        channel: &str,
+        id: &str,
+    ) -> Result<(), AdapterError> {
+        let body = json!({ "channel": channel, "scheduled_message_id": id });
+        self.call("chat.deleteScheduledMessage", &body)
+            .await
+            .map(drop)
+    }
+
+    /// `conversations.open`: the direct-message channel with `user` (opened
+    /// if it was not; needs `im:write`). Returns its id.
+    pub async fn open_conversation(&self, user: &str) -> Result<String, AdapterError> {
+        let body = json!({ "users": user, "return_im": true });
+        let answer = self.call("conversations.open", &body).await?;
+        answer
+            .pointer("/channel/id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                AdapterError::Decode("conversations.open answer without channel.id".into())
+            })
+    }
+
+    /// `views.publish`: the App Home tab `view` (a `home` view) of `user`.
+    pub async fn publish_view(&self, user: &str, view: &Value) -> Result<Value, AdapterError> {
+        let body = json!({ "user_id": user, "view": view });
+        self.call("views.publish", &body).await
+    }
+
+    /// `assistant.threads.setSuggestedPrompts`: up to four prompts
+    /// (`title`, `message`) offered in an assistant thread, under an optional
+    /// `title`.
+    pub async fn set_suggested_prompts(
+        &self,
+        channel: &str,
+        thread_ts: &str,
+        title: Option<&str>,
+        prompts: &[(String, String)],
+    ) -> Result<(), AdapterError> {
+        let prompts: Vec<Value> = prompts
+            .iter()
+            .map(|(title, message)| json!({ "title": title, "message": message }))
+            .collect();
+        let mut body = json!({ "channel_id": channel, "thread_ts": thread_ts, "prompts": prompts });
+        if let Some(title) = title {
+            body["title"] = json!(title);
+        }
+        self.call("assistant.threads.setSuggestedPrompts", &body)
+            .await
+            .map(drop)
+    }
+
+    /// `assistant.threads.setTitle`: the title of an assistant thread (shown
+    /// in the app's history).
+    pub async fn set_thread_title(
+        &self,
+        channel: &str,
+        thread_ts: &str,
+        title: &str,
+    ) -> Result<(), AdapterError> {
+        let body = json!({ "channel_id": channel, "thread_ts": thread_ts, "title": title });
+        self.call("assistant.threads.setTitle", &body)
+            .await
+            .map(drop)
+    }
+
     /// `chat.startStream`: opens a streaming reply in thread `thread_ts` of
     /// `channel` with `markdown_text`, for `recipient` (user, team) — Slack
     /// requires it outside direct messages. Returns the stream's message.
@@ -777,28 +915,51 @@ impl SlackClient {
         content: bytes::Bytes,
         comment: Option<&str>,
     ) -> Result<String, AdapterError> {
-        let length = content.len().to_string();
-        let answer = self
-            .call_form(
-                "files.getUploadURLExternal",
-                &[("filename", filename), ("length", length.as_str())],
+        let mut ids = self
+            .upload_files(channel, thread_ts, vec![(filename, content)], comment)
+            .await?;
+        ids.pop()
+            .ok_or_else(|| AdapterError::Decode("an upload without a file id".into()))
+    }
+
+    /// Uploads several files as one message: each file's bytes to its own
+    /// upload URL, then one `files.completeUploadExternal` that shares them
+    /// all with `comment`. Returns their ids in order.
+    pub async fn upload_files(
+        &self,
+        channel: &str,
+        thread_ts: Option<&str>,
+        files: Vec<(&str, bytes::Bytes)>,
+        comment: Option<&str>,
+    ) -> Result<Vec<String>, AdapterError> {
+        let mut shared = Vec::with_capacity(files.len());
+        let mut ids = Vec::with_capacity(files.len());
+        for (filename, content) in files {
+            let length = content.len().to_string();
+            let answer = self
+                .call_form(
+                    "files.getUploadURLExternal",
+                    &[("filename", filename), ("length", length.as_str())],
+                )
+                .await?;
+            let (Some(url), Some(file_id)) =
+                (answer["upload_url"].as_str(), answer["file_id"].as_str())
+            else {
+                return Err(AdapterError::Decode(
+                    "files.getUploadURLExternal answer without upload_url or file_id".into(),
+                ));
+            };
+            self.post_to(
+                url,
+                HeaderValue::from_static("application/octet-stream"),
+                content,
             )
             .await?;
-        let (Some(url), Some(file_id)) =
-            (answer["upload_url"].as_str(), answer["file_id"].as_str())
-        else {
-            return Err(AdapterError::Decode(
-                "files.getUploadURLExternal answer without upload_url or file_id".into(),
-            ));
-        };
-        self.post_to(
-            url,
-            HeaderValue::from_static("application/octet-stream"),
-            content,
-        )
-        .await?;
+            shared.push(json!({ "id": file_id, "title": filename }));
+            ids.push(file_id.to_owned());
+        }
         let mut body = json!({
-            "files": [{ "id": file_id, "title": filename }],
+            "files": shared,
             "channel_id": channel,
         });
         if let Some(ts) = thread_ts.filter(|t| !t.is_empty()) {
@@ -808,7 +969,7 @@ impl SlackClient {
             body["initial_comment"] = json!(comment);
         }
         self.call("files.completeUploadExternal", &body).await?;
-        Ok(file_id.to_owned())
+        Ok(ids)
     }
 
     /// `users.info`: the user object of `user`.

@@ -178,13 +178,14 @@
 //! | `message_changed` | `Message` (edited) | the message's `thread_ts ?? ts` | `{channel}:{ts}:edited:{edited.ts}` |
 //! | `message_deleted` | `Message` (deleted, empty text) | the old message's `thread_ts ?? deleted_ts` | `{channel}:{deleted_ts}:deleted` |
 //! | `reaction_added` / `_removed` on a message | `Reaction` | the message's `ts` | `event_id` |
-//! | `assistant_thread_started` / `_context_changed` | `Other` (by name) | `assistant_thread.thread_ts` | `event_id` |
-//! | `app_home_opened`, `member_joined_channel` | `Other` (by name) | channel-level (empty) | `event_id` |
+//! | `assistant_thread_started` / `_context_changed` | `Other` (by name; [`events::AssistantThread`]) | `assistant_thread.thread_ts` | `event_id` |
+//! | `app_home_opened`, `member_joined_channel` | `Other` (by name; [`events::AppHomeOpened`], [`events::MemberJoined`]) | channel-level (empty) | `event_id` |
 //! | slash command | `SlashCommand` | channel-level (empty) | `trigger_id` |
 //! | `ssl_check=1` | [`Inbound::Response`](chat_core::Inbound::Response), empty 200 | | |
 //! | `block_actions` | `Action` (the first action) | the message's thread, or the modal's root view | `trigger_id` |
 //! | `view_submission` / `view_closed` | `ModalSubmit` / `ModalClose` | no channel; the root view id | `trigger_id`, else a body digest |
-//! | `shortcut`, `message_action` | `Other` (by type, the payload as data) | the message's thread, else the `trigger_id` | `trigger_id` |
+//! | `shortcut`, `message_action` | `Other` (by type, the payload as data; [`events::Shortcut`]) | the message's thread, else the `trigger_id` | `trigger_id` |
+//! | `block_suggestion` | `Other` (the payload as data; [`events::OptionsRequest`]), answered inline ([`routes::options_load`]) | the message's thread, or the modal's root view | a body digest and the arrival time (each request is new) |
 //! | `app_uninstalled`, `tokens_revoked` (installation mode) | `Other` (by name), handled by the adapter's `resolve` and never admitted | channel-level (empty) | `event_id` |
 //! | own or (by default) other bots' messages, edits and deletes; own reactions; channel notices (`channel_join`, …); unfurls; unknown types | [`Inbound::Ignored`](chat_core::Inbound::Ignored) with a reason | | |
 //!
@@ -204,7 +205,7 @@
 //! | accepted, duplicate, ignored | 200, empty | 200, empty |
 //! | at capacity | 503 (Slack retries events) | 200, ephemeral "at capacity" text |
 //! | failed before the ack | 500 (Slack retries events) | 200, ephemeral error text |
-//! | still running at the ack deadline | events: 503 (the retry is a duplicate of the work in progress); interactivity, which Slack never retries: 200, empty (a modal closes; the run goes on) | 200, ephemeral "working on it" text; the handler's reply follows through `response_url` |
+//! | still running at the ack deadline | events: 503 (the retry is a duplicate of the work in progress); interactivity and shortcuts, which Slack never retries: 200, empty (a modal closes; the run goes on); an options load: 200 with no options | 200, ephemeral "working on it" text; the handler's reply follows through `response_url` |
 //! | rejected: signature, timestamp, signature headers | 401 | 401 |
 //! | rejected: malformed, unreadable body | 400 + `x-slack-no-retry: 1` | same |
 //! | rejected: too large | 413 + `x-slack-no-retry: 1` | same |
@@ -224,6 +225,7 @@ mod adapter;
 pub mod blocks;
 mod client;
 mod error;
+pub mod events;
 mod inbound;
 mod json_member;
 pub mod mrkdwn;
@@ -235,8 +237,8 @@ pub mod signature;
 pub mod views;
 
 pub use adapter::{
-    DEDUPE_TTL, DEFAULT_RESPONSE_URL_HOSTS, DELAYED_EVENTS_DEDUPE_TTL, SlackAdapter,
-    SlackAdapterBuilder,
+    DEDUPE_TTL, DEFAULT_RESPONSE_URL_HOSTS, DELAYED_EVENTS_DEDUPE_TTL, MAX_SUGGESTED_PROMPTS,
+    Prompt, SlackAdapter, SlackAdapterBuilder,
 };
 pub use chat_core::{Clock, SystemClock};
 pub use chat_http::{HttpOptions, MAX_ANSWER_BYTES, Proxy};

@@ -74,11 +74,18 @@ impl Default for Texts {
 pub(crate) fn respond(texts: &Texts, event: Option<&Event>, verdict: &Verdict) -> Response<Bytes> {
     let kind = event.map(|e| &e.kind);
     let slash_command = matches!(kind, Some(EventKind::SlashCommand(_)));
+    let other = |names: &[&str]| matches!(kind, Some(EventKind::Other(o)) if names.contains(&o.name.as_str()));
     let interaction = matches!(
         kind,
         Some(EventKind::Action(_) | EventKind::ModalSubmit(_) | EventKind::ModalClose(_))
-    );
+    ) || other(&["shortcut", "message_action"]);
+    // An options load Slack never retries: without an answer in time, no
+    // options (the user types on and asks again).
+    let options_load = other(&["block_suggestion"]);
     match verdict {
+        Verdict::AtCapacity | Verdict::Working | Verdict::Failed if options_load => {
+            json_response(&json!({ "options": [] }))
+        }
         Verdict::Accepted | Verdict::Duplicate | Verdict::Ignored => empty(StatusCode::OK),
         Verdict::AtCapacity if slash_command => ephemeral(&texts.at_capacity),
         // Slack never retries a slash command: say the answer will follow.

@@ -1148,10 +1148,24 @@ fn shortcuts_pass_through_and_unknown_interactions_are_ignored() {
     let e = event_of(deliver(&a, &payload_request(&action)).unwrap());
     assert_eq!(e.thread.to_string(), "slack:T0001:C1:4.0");
 
-    let suggestion = json!({"type": "block_suggestion", "team": {"id": TEAM}, "value": "ab"});
+    // An options load is an event, each one new (the same text typed again
+    // asks again).
+    let suggestion = json!({"type": "block_suggestion", "team": {"id": TEAM}, "value": "ab",
+                            "action_id": "assignee", "block_id": "b",
+                            "container": {"type": "message", "channel_id": "C1", "message_ts": "6.0"}});
+    let e = event_of(deliver(&a, &payload_request(&suggestion)).unwrap());
+    assert!(matches!(&e.kind, EventKind::Other(o) if o.name == "block_suggestion"));
+    assert_eq!(e.thread.to_string(), "slack:T0001:C1:6.0");
+    let asked = chat_slack::events::OptionsRequest::of(&e).unwrap();
     assert_eq!(
-        ignored_reason(deliver(&a, &payload_request(&suggestion)).unwrap()),
-        "unsupported:block_suggestion"
+        (asked.action_id.as_str(), asked.value.as_str()),
+        ("assignee", "ab")
+    );
+
+    let unknown = json!({"type": "dialog_submission", "team": {"id": TEAM}});
+    assert_eq!(
+        ignored_reason(deliver(&a, &payload_request(&unknown)).unwrap()),
+        "unsupported:dialog_submission"
     );
 }
 
@@ -1429,7 +1443,7 @@ fn the_signed_body_not_the_content_type_picks_the_parser() {
 #[test]
 fn slack_declares_every_capability_it_implements() {
     let caps = adapter().capabilities();
-    for c in chat_core::Capability::ALL {
+    for &c in chat_core::Capability::ALL {
         assert!(caps.contains(c), "slack lacks {c}");
     }
 }

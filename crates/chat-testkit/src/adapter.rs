@@ -55,6 +55,8 @@ struct Inner {
     max_body: usize,
     /// Answers sent after the response ([`Webhook::reply_later`](chat_core::Webhook::reply_later)).
     later: Mutex<Vec<chat_core::Reply>>,
+    /// Edits: (message id, new text).
+    edits: Mutex<Vec<(String, String)>>,
     /// How long a later answer takes to go out.
     later_latency: Mutex<std::time::Duration>,
 }
@@ -79,6 +81,7 @@ impl ScriptedAdapter {
                 next_id: AtomicU64::new(0),
                 max_body,
                 later: Mutex::new(Vec::new()),
+                edits: Mutex::new(Vec::new()),
                 later_latency: Mutex::new(std::time::Duration::ZERO),
             }),
         }
@@ -168,6 +171,15 @@ impl ScriptedAdapter {
             .later_latency
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = latency;
+    }
+
+    /// The edits so far, in order: (message id, new text).
+    pub fn edits(&self) -> Vec<(String, String)> {
+        self.inner
+            .edits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The (thread, text) pairs posted so far, in order.
@@ -306,9 +318,14 @@ impl chat_core::Messaging for ScriptedAdapter {
 
     async fn edit(
         &self,
-        _message: &MessageRef,
-        _content: &OutboundMessage,
+        message: &MessageRef,
+        content: &OutboundMessage,
     ) -> Result<(), AdapterError> {
+        self.inner
+            .edits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((message.id.clone(), content.text.clone()));
         Ok(())
     }
 

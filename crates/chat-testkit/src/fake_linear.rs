@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::State;
+use axum::body::Body;
+use axum::extract::{Path, State};
 use axum::response::Response;
-use axum::routing::post;
+use axum::routing::{get, post};
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
@@ -200,6 +201,10 @@ struct Organization {
     /// Agent activities (created, or added), as nodes with their
     /// `sessionId`.
     activities: Vec<Value>,
+    /// Reactions on comments: `id`, `emoji`, `commentId`, `user`.
+    reactions: Vec<Value>,
+    /// Uploaded files, by path under `/uploads/`.
+    uploads: HashMap<String, Bytes>,
 }
 
 impl FakeLinear {
@@ -227,6 +232,48 @@ impl FakeLinear {
         self.shared.state(|org| org.activities.push(activity));
     }
 
+    /// Adds a reaction by `user_id` (someone else: the app's own are made
+    /// with `reactionCreate`) on comment `comment_id`; returns its id.
+    pub fn add_reaction(&self, comment_id: &str, emoji: &str, user_id: &str) -> String {
+        self.shared.state(|org| {
+            org.ids += 1;
+            let id = format!("00000000-0000-4000-8000-{:012}", org.ids);
+            org.reactions.push(json!({
+                "id": id, "emoji": emoji, "commentId": comment_id,
+                "user": { "id": user_id, "isMe": user_id == Self::VIEWER_ID },
+            }));
+            id
+        })
+    }
+
+    /// The reactions on comment `comment_id`: `(emoji, user id)`, in the order
+    /// they were made.
+    pub fn reactions(&self, comment_id: &str) -> Vec<(String, String)> {
+        self.shared.state(|org| {
+            org.reactions
+                .iter()
+                .filter(|r| r["commentId"] == comment_id)
+                .map(|r| {
+                    (
+                        r["emoji"].as_str().unwrap_or_default().to_owned(),
+                        r["user"]["id"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect()
+        })
+    }
+
+    /// Serves `bytes` at `/uploads/{path}` on the fake's own origin (where
+    /// Linear serves `https://uploads.linear.app/{path}`); returns its URL.
+    /// A `GET` is recorded as a call of the operation `upload`, with its
+    /// `Authorization`.
+    pub fn add_upload(&self, path: &str, bytes: impl Into<Bytes>) -> String {
+        let bytes = bytes.into();
+        self.shared
+            .state(|org| org.uploads.insert(path.to_owned(), bytes));
+        format!("http://{}/uploads/{path}", self.addr)
+    }
+
     /// The id `Viewer` answers: the authenticated (app) user.
     pub const VIEWER_ID: &'static str = "a1b2c3d4-0000-4000-8000-00000000a99e";
 
@@ -249,6 +296,7 @@ impl FakeLinear {
         let shared = Arc::new(Shared::default());
         let app = Router::new()
             .route("/graphql", post(answer))
+            .route("/uploads/{*path}", get(upload))
             .with_state(Arc::clone(&shared));
         let (addr, server) = serve(app).await?;
         Ok(Self {
@@ -390,6 +438,40 @@ async fn answer(
     reply.respond(answer).await
 }
 
+/// A `GET` of an uploaded file: its bytes (404 for an unknown one), with
+/// the request recorded as a call of the operation `upload`.
+async fn upload(
+    State(shared): State<Arc<Shared>>,
+    Path(path): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let book = shared.lock();
+    let bytes = book.state.uploads.get(&path).cloned();
+    let status = if bytes.is_some() {
+        StatusCode::OK
+    } else {
+        StatusCode::NOT_FOUND
+    };
+    let call = LinearCall {
+        operation: "upload".to_owned(),
+        query: String::new(),
+        variables: json!({ "path": path }),
+        body: Value::Null,
+        raw_body: Bytes::new(),
+        authorization: headers
+            .get(AUTHORIZATION)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+        content_type: None,
+        at: Instant::now(),
+        status,
+        ok: bytes.is_some(),
+    };
+    shared.record(book, call);
+    let mut response = Response::new(Body::from(bytes.unwrap_or_default()));
+    *response.status_mut() = status;
+    response
+}
+
 /// The operation named in a GraphQL document: `mutation Name(` or
 /// `query Name {`; empty when anonymous.
 fn operation_in(query: &str) -> &str {
@@ -519,7 +601,33 @@ fn success(record: &mut Organization, operation: &str, variables: &Value) -> (St
         }
         "CommentUpdate" => json!({ "commentUpdate": { "success": true } }),
         "CommentDelete" => json!({ "commentDelete": { "success": true } }),
-        "ReactionCreate" => json!({ "reactionCreate": { "success": true } }),
+        "ReactionCreate" => {
+            record.ids += 1;
+            let id = format!("00000000-0000-4000-8000-{:012}", record.ids);
+            record.reactions.push(json!({
+                "id": id, "emoji": input["emoji"], "commentId": input["commentId"],
+                "user": { "id": FakeLinear::VIEWER_ID, "isMe": true },
+            }));
+            json!({ "reactionCreate": { "success": true } })
+        }
+        "ReactionDelete" => {
+            let id = variables["id"].as_str().unwrap_or_default();
+            let before = record.reactions.len();
+            record.reactions.retain(|r| r["id"] != id);
+            if record.reactions.len() == before {
+                return not_found();
+            }
+            json!({ "reactionDelete": { "success": true } })
+        }
+        "CommentReactions" => {
+            let id = variables["id"].as_str().unwrap_or_default();
+            let reactions: Vec<&Value> = record
+                .reactions
+                .iter()
+                .filter(|r| r["commentId"] == id)
+                .collect();
+            json!({ "comment": { "reactions": reactions } })
+        }
         "AgentSessionUpdate" => json!({ "agentSessionUpdate": { "success": true } }),
         "Viewer" => json!({ "viewer": { "id": FakeLinear::VIEWER_ID } }),
         _ => {

@@ -11,7 +11,10 @@ use bytes::Bytes;
 use crate::content::{Attachment, Download};
 use crate::error::AdapterError;
 use crate::id::{TenantId, ThreadRef};
-use crate::outbound::{HistoryPage, MessageRef, OutboundMessage, UserInfo};
+use crate::outbound::{
+    FileUpload, HistoryMessage, HistoryOrder, HistoryPage, MessageRef, OutboundMessage,
+    ScheduledMessage, UserInfo,
+};
 use crate::view::View;
 
 /// Modal views opened, updated and pushed with an interaction's trigger.
@@ -79,6 +82,9 @@ pub trait Streams: Send + Sync {
 }
 
 /// A thread's earlier messages.
+///
+/// A [`ThreadRef`] whose thread part is empty names a channel (or a
+/// conversation without threads): its history is the channel's.
 #[async_trait]
 pub trait History: Send + Sync {
     /// One page of the thread's earlier messages, oldest first: the first page
@@ -91,8 +97,45 @@ pub trait History: Send + Sync {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<HistoryPage, AdapterError>;
-}
 
+    /// One page in `order`. The platform's native reads only: an order it
+    /// cannot read is [`AdapterError::Unsupported`], and the runtime then
+    /// reads the other order and turns it around. Default: `OldestFirst` is
+    /// [`history`](Self::history), `NewestFirst` unsupported.
+    async fn history_in(
+        &self,
+        thread: &ThreadRef,
+        order: HistoryOrder,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<HistoryPage, AdapterError> {
+        match order {
+            HistoryOrder::NewestFirst => Err(AdapterError::Unsupported("newest-first history")),
+            _ => self.history(thread, cursor, limit).await,
+        }
+    }
+
+    /// The message `id` of the thread, `None` when it is not there (deleted,
+    /// or never in this thread). Default: the thread's pages read oldest
+    /// first until it is found.
+    async fn message(
+        &self,
+        thread: &ThreadRef,
+        id: &str,
+    ) -> Result<Option<HistoryMessage>, AdapterError> {
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self.history(thread, cursor.as_deref(), 200).await?;
+            if let Some(found) = page.messages.into_iter().find(|m| m.message.id == id) {
+                return Ok(Some(found));
+            }
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => return Ok(None),
+            }
+        }
+    }
+}
 /// Who a user is.
 #[async_trait]
 pub trait Users: Send + Sync {
@@ -113,6 +156,27 @@ pub trait Uploads: Send + Sync {
         content: Bytes,
         comment: Option<&str>,
     ) -> Result<String, AdapterError>;
+
+    /// Uploads several files into the thread as one post with `comment` as
+    /// its message, where the platform can (Slack); returns their ids in
+    /// order. Default: one upload after the other, the comment with the
+    /// first.
+    async fn upload_files(
+        &self,
+        thread: &ThreadRef,
+        files: Vec<FileUpload>,
+        comment: Option<&str>,
+    ) -> Result<Vec<String>, AdapterError> {
+        let mut ids = Vec::with_capacity(files.len());
+        for (i, file) in files.into_iter().enumerate() {
+            let comment = if i == 0 { comment } else { None };
+            ids.push(
+                self.upload(thread, &file.name, file.content, comment)
+                    .await?,
+            );
+        }
+        Ok(ids)
+    }
 }
 
 /// The bytes of files attached to incoming messages, read with the
@@ -166,4 +230,31 @@ pub trait Unreact: Send + Sync {
     /// Removes the bot's reaction (emoji name without colons); a reaction that
     /// is not there is success.
     async fn unreact(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError>;
+}
+
+/// Conversations the bot opens itself: a direct message with a user, for a
+/// program that must reach someone no event came from.
+#[async_trait]
+pub trait DirectMessages: Send + Sync {
+    /// The direct-message conversation between the bot and `user` of
+    /// `tenant` (opened if it was not): a [`ThreadRef`] whose thread part is
+    /// empty, to post into.
+    async fn open_dm(&self, tenant: &TenantId, user: &str) -> Result<ThreadRef, AdapterError>;
+}
+
+/// Messages the platform posts later by itself.
+#[async_trait]
+pub trait Scheduling: Send + Sync {
+    /// Schedules `message` in the thread for `post_at` (seconds since the
+    /// Unix epoch). A time the platform refuses (in the past, too far
+    /// ahead) is its [`AdapterError::Api`] error.
+    async fn schedule(
+        &self,
+        thread: &ThreadRef,
+        post_at: u64,
+        message: &OutboundMessage,
+    ) -> Result<ScheduledMessage, AdapterError>;
+
+    /// Cancels a scheduled message before it is posted.
+    async fn cancel_scheduled(&self, scheduled: &ScheduledMessage) -> Result<(), AdapterError>;
 }

@@ -38,4 +38,12 @@ pub trait Messaging: Send + Sync + 'static {
 
     /// Adds a reaction (emoji name without colons).
     async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError>;
+
+    /// The text that mentions user `user_id` in a message on this platform,
+    /// when the id alone says it (Slack `<@U1>`). Default: `None` — the
+    /// runtime then looks the user up ([`UserInfo::mention`](crate::UserInfo::mention)).
+    fn mention(&self, user_id: &str) -> Option<String> {
+        let _ = user_id;
+        None
+    }
 }

@@ -107,7 +107,8 @@ mod messaging;
 mod webhook;
 
 pub use self::capability::{
-    Downloads, Ephemeral, History, Modals, Status, Streams, Unreact, Uploads, Users,
+    DirectMessages, Downloads, Ephemeral, History, Modals, Scheduling, Status, Streams, Unreact,
+    Uploads, Users,
 };
 pub use self::messaging::Messaging;
 pub use self::webhook::{DefaultLockScope, Inbound, Resolution, Verdict, Webhook};
@@ -177,6 +178,16 @@ pub trait PlatformAdapter: Webhook + Messaging + std::any::Any {
         None
     }
 
+    /// Opening a direct message with a user. Default: none.
+    fn as_direct_messages(&self) -> Option<&dyn DirectMessages> {
+        None
+    }
+
+    /// Scheduled messages. Default: none.
+    fn as_scheduling(&self) -> Option<&dyn Scheduling> {
+        None
+    }
+
     /// Everything this adapter can do beyond [`Messaging`], read from the
     /// `as_*` accessors.
     fn capabilities(&self) -> Capabilities {
@@ -191,6 +202,11 @@ pub trait PlatformAdapter: Webhook + Messaging + std::any::Any {
             (self.as_status().is_some(), Capability::Status),
             (self.as_unreact().is_some(), Capability::Unreact),
             (self.as_downloads().is_some(), Capability::Downloads),
+            (
+                self.as_direct_messages().is_some(),
+                Capability::DirectMessages,
+            ),
+            (self.as_scheduling().is_some(), Capability::Scheduling),
         ] {
             if has {
                 set = set.with(capability);
@@ -222,11 +238,16 @@ pub enum Capability {
     Unreact,
     /// [`Downloads`].
     Downloads,
+    /// [`DirectMessages`].
+    DirectMessages,
+    /// [`Scheduling`].
+    Scheduling,
 }
 
 impl Capability {
-    /// Every capability, in declaration order.
-    pub const ALL: [Capability; 9] = [
+    /// Every capability, in declaration order (a slice, so a capability
+    /// added later does not change its type).
+    pub const ALL: &'static [Capability] = &[
         Self::Modals,
         Self::Streams,
         Self::History,
@@ -236,6 +257,8 @@ impl Capability {
         Self::Status,
         Self::Unreact,
         Self::Downloads,
+        Self::DirectMessages,
+        Self::Scheduling,
     ];
 
     /// A stable name (`modals`, `streams`, …) for messages and logs.
@@ -250,6 +273,8 @@ impl Capability {
             Self::Status => "status",
             Self::Unreact => "unreact",
             Self::Downloads => "downloads",
+            Self::DirectMessages => "direct-messages",
+            Self::Scheduling => "scheduling",
         }
     }
 
@@ -292,7 +317,8 @@ impl Capabilities {
     /// The capabilities in the set, in declaration order.
     pub fn iter(self) -> impl Iterator<Item = Capability> {
         Capability::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .filter(move |c| self.contains(*c))
     }
 }
@@ -318,7 +344,7 @@ mod tests {
         let set: Capabilities = [Capability::Modals, Capability::Unreact]
             .into_iter()
             .collect();
-        for c in Capability::ALL {
+        for &c in Capability::ALL {
             assert_eq!(
                 set.contains(c),
                 matches!(c, Capability::Modals | Capability::Unreact),

@@ -40,6 +40,14 @@ impl PlatformAdapter for LinearAdapter {
     fn as_status(&self) -> Option<&dyn chat_core::Status> {
         Some(self)
     }
+
+    fn as_unreact(&self) -> Option<&dyn chat_core::Unreact> {
+        Some(self)
+    }
+
+    fn as_downloads(&self) -> Option<&dyn chat_core::Downloads> {
+        Some(self)
+    }
 }
 
 #[async_trait]
@@ -382,6 +390,7 @@ impl chat_core::History for LinearAdapter {
         limit: usize,
     ) -> Result<HistoryPage, AdapterError> {
         let first = limit.clamp(1, 250);
+        let handles = &self.inner.config.mention_names;
         let (data, connection, root) = match Self::linear_thread(thread)? {
             LinearThread::AgentSession { session_id } => {
                 let op = operations::session_activities(session_id, first, cursor);
@@ -393,7 +402,10 @@ impl chat_core::History for LinearAdapter {
             } => {
                 let op = operations::comment_thread(root_comment_id, first, cursor);
                 let data = self.execute(Some(&thread.tenant), &op).await?;
-                let root = cursor.is_none().then(|| history_entry(&data)).flatten();
+                let root = cursor
+                    .is_none()
+                    .then(|| history_entry(&data, handles))
+                    .flatten();
                 (data, "children", root)
             }
         };
@@ -404,7 +416,7 @@ impl chat_core::History for LinearAdapter {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .filter_map(history_entry),
+                .filter_map(|node| history_entry(node, handles)),
         );
         let next = (page["pageInfo"]["hasNextPage"] == true)
             .then(|| page["pageInfo"]["endCursor"].as_str().map(str::to_owned))
@@ -415,7 +427,9 @@ impl chat_core::History for LinearAdapter {
 
 #[async_trait]
 impl chat_core::Users for LinearAdapter {
-    /// The `user` query (display name, name, email, app user or not).
+    /// The `user` query (display name, name, email, avatar, app user or
+    /// not); the handle is the display name, the mention the profile URL
+    /// (how Linear's Markdown writes one).
     async fn user(&self, tenant: &TenantId, id: &str) -> Result<UserInfo, AdapterError> {
         let user = self.execute(Some(tenant), &operations::user(id)).await?;
         let text = |k: &str| {
@@ -425,7 +439,9 @@ impl chat_core::Users for LinearAdapter {
                 .map(str::to_owned)
         };
         let name = text("name");
-        let display = text("displayName")
+        let handle = text("displayName");
+        let display = handle
+            .clone()
             .or_else(|| name.clone())
             .unwrap_or_else(|| id.to_owned());
         let mut info = UserInfo::new(text("id").unwrap_or_else(|| id.to_owned()), display)
@@ -433,10 +449,82 @@ impl chat_core::Users for LinearAdapter {
         if let Some(name) = name {
             info = info.with_real_name(name);
         }
+        if let Some(handle) = handle {
+            info = info.with_handle(handle);
+        }
         if let Some(email) = text("email") {
             info = info.with_email(email);
         }
+        if let Some(avatar) = text("avatarUrl") {
+            info = info.with_avatar_url(avatar);
+        }
+        if let Some(url) = text("url") {
+            info = info.with_mention(url);
+        }
         Ok(info)
+    }
+}
+
+#[async_trait]
+impl chat_core::Unreact for LinearAdapter {
+    /// Comments only: the bot's own reaction with that emoji
+    /// (`comment.reactions`), deleted with `reactionDelete`; none there is
+    /// success.
+    async fn unreact(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
+        let LinearThread::Comment { .. } = Self::linear_thread(&message.thread)? else {
+            return Err(AdapterError::Unsupported(
+                "Linear agent activities take no reactions",
+            ));
+        };
+        let tenant = Some(&message.thread.tenant);
+        let comment = self
+            .execute(tenant, &operations::comment_reactions(&message.id))
+            .await?;
+        let emoji = emoji.trim_matches(':');
+        let mine = comment["reactions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["emoji"] == emoji && r["user"]["isMe"] == true)
+            .filter_map(|r| r["id"].as_str());
+        for id in mine {
+            self.execute(tenant, &operations::reaction_delete(id))
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl chat_core::Downloads for LinearAdapter {
+    /// A file uploaded into a comment (`https://uploads.linear.app/…`),
+    /// read with the workspace's token, streamed and capped. The token goes
+    /// only to Linear's uploads host (or the configured endpoint's origin);
+    /// another URL is [`AdapterError::Invalid`].
+    async fn download(
+        &self,
+        tenant: &TenantId,
+        file: &chat_core::Attachment,
+        limit: u64,
+    ) -> Result<chat_core::Download, AdapterError> {
+        let uri = http::Uri::try_from(file.source.as_str())
+            .map_err(|_| AdapterError::Invalid("not a file URL".to_owned()))?;
+        let uploads = uri.scheme() == Some(&http::uri::Scheme::HTTPS)
+            && uri
+                .host()
+                .is_some_and(|h| h.eq_ignore_ascii_case(crate::read::UPLOADS_HOST));
+        if !uploads && !chat_http::same_origin(&self.inner.client.endpoint, &uri) {
+            return Err(AdapterError::Invalid(format!(
+                "not a Linear upload: {}",
+                uri.host().unwrap_or_default()
+            )));
+        }
+        let auth = self.auth(Some(tenant)).await?;
+        let client = &self.inner.client;
+        client
+            .transport
+            .download_file(uri, Some(&auth), limit, client.options.request_timeout)
+            .await
     }
 }
 
@@ -491,8 +579,9 @@ fn body(message: &OutboundMessage) -> String {
     }
 }
 
-/// A comment or an agent activity as a history entry.
-fn history_entry(node: &Value) -> Option<HistoryMessage> {
+/// A comment or an agent activity as a history entry, its Markdown read
+/// as a delivered comment's is (`handles` are the bot's).
+fn history_entry(node: &Value, handles: &[String]) -> Option<HistoryMessage> {
     let id = node["id"].as_str()?;
     let user = &node["user"];
     let bot = &node["botActor"];
@@ -524,5 +613,6 @@ fn history_entry(node: &Value) -> Option<HistoryMessage> {
         .and_then(|t| t.parse::<jiff::Timestamp>().ok())
         .and_then(|t| u64::try_from(t.as_millisecond()).ok())
         .unwrap_or(0);
-    Some(HistoryMessage::new(id, author, text, at_ms))
+    let message = crate::inbound::message(id.to_owned(), author, &text, handles);
+    Some(HistoryMessage::from_message(message, at_ms))
 }

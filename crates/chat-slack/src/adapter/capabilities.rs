@@ -110,24 +110,46 @@ impl chat_core::Streams for SlackAdapter {
 impl chat_core::History for SlackAdapter {
     /// `conversations.replies` (needs the `*:history` scope of the
     /// conversation's type), following Slack's cursor; a message is the bot's
-    /// when its `user` or `bot_id` is the bot's.
+    /// when its `user` or `bot_id` is the bot's. A channel (no thread part)
+    /// reads newest first only ([`history_in`](chat_core::History::history_in)).
     async fn history(
         &self,
         thread: &ThreadRef,
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<HistoryPage, AdapterError> {
+        self.history_in(thread, HistoryOrder::OldestFirst, cursor, limit)
+            .await
+    }
+
+    /// A thread oldest first (`conversations.replies`), a channel newest
+    /// first (`conversations.history`); the other orders are Slack's to
+    /// refuse, and the runtime turns the native order around.
+    async fn history_in(
+        &self,
+        thread: &ThreadRef,
+        order: HistoryOrder,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<HistoryPage, AdapterError> {
         require_channel(&thread.channel)?;
-        if thread.thread.is_empty() {
-            return Ok(HistoryPage::default());
+        let channel_level = thread.thread.is_empty();
+        match (channel_level, order) {
+            (false, HistoryOrder::OldestFirst) | (true, HistoryOrder::NewestFirst) => {}
+            (false, _) => return Err(AdapterError::Unsupported("newest-first thread history")),
+            (true, _) => return Err(AdapterError::Unsupported("oldest-first channel history")),
         }
         let (client, me) = tokio::try_join!(
             self.client_for(&thread.tenant),
             self.identity_of(&thread.tenant)
         )?;
-        let answer = client
-            .replies(&thread.channel, &thread.thread, cursor, limit)
-            .await?;
+        let answer = if channel_level {
+            client.history(&thread.channel, cursor, limit).await?
+        } else {
+            client
+                .replies(&thread.channel, &thread.thread, cursor, limit)
+                .await?
+        };
         let messages = answer
             .get("messages")
             .and_then(Value::as_array)
@@ -141,6 +163,23 @@ impl chat_core::History for SlackAdapter {
             .filter(|c| !c.is_empty())
             .map(str::to_owned);
         Ok(HistoryPage::new(messages, next))
+    }
+
+    /// One call: `conversations.replies` (or `conversations.history` for a
+    /// channel) bounded to the message's `ts`.
+    async fn message(
+        &self,
+        thread: &ThreadRef,
+        id: &str,
+    ) -> Result<Option<HistoryMessage>, AdapterError> {
+        require_channel(&thread.channel)?;
+        let (client, me) = tokio::try_join!(
+            self.client_for(&thread.tenant),
+            self.identity_of(&thread.tenant)
+        )?;
+        let thread_ts = Some(thread.thread.as_str()).filter(|t| !t.is_empty());
+        let found = client.message(&thread.channel, thread_ts, id).await?;
+        Ok(history_message(&found, &me))
     }
 }
 
@@ -157,9 +196,19 @@ impl chat_core::Users for SlackAdapter {
             .or_else(|| text(&user["name"]))
             .unwrap_or_else(|| id.to_owned());
         let mut info = UserInfo::new(id, display_name)
-            .with_bot(user["is_bot"].as_bool().unwrap_or(false) || id == "USLACKBOT");
+            .with_bot(user["is_bot"].as_bool().unwrap_or(false) || id == "USLACKBOT")
+            .with_mention(format!("<@{id}>"));
         if let Some(real) = real_name {
             info = info.with_real_name(real);
+        }
+        if let Some(handle) = text(&user["name"]) {
+            info = info.with_handle(handle);
+        }
+        if let Some(avatar) = ["image_192", "image_72", "image_512", "image_48"]
+            .into_iter()
+            .find_map(|size| text(&profile[size]))
+        {
+            info = info.with_avatar_url(avatar);
         }
         if let Some(email) = text(&profile["email"]) {
             info = info.with_email(email);
@@ -184,6 +233,80 @@ impl chat_core::Uploads for SlackAdapter {
         self.client_for(&thread.tenant)
             .await?
             .upload_file(&thread.channel, thread_ts, name, content, comment)
+            .await
+    }
+
+    /// Every file uploaded, then one `files.completeUploadExternal`: one
+    /// message with them all.
+    async fn upload_files(
+        &self,
+        thread: &ThreadRef,
+        files: Vec<chat_core::FileUpload>,
+        comment: Option<&str>,
+    ) -> Result<Vec<String>, AdapterError> {
+        require_channel(&thread.channel)?;
+        let thread_ts = Some(thread.thread.as_str()).filter(|t| !t.is_empty());
+        let files = files
+            .iter()
+            .map(|f| (f.name.as_str(), f.content.clone()))
+            .collect();
+        self.client_for(&thread.tenant)
+            .await?
+            .upload_files(&thread.channel, thread_ts, files, comment)
+            .await
+    }
+}
+
+#[async_trait]
+impl chat_core::DirectMessages for SlackAdapter {
+    /// `conversations.open` (needs `im:write`): the DM channel, without a
+    /// thread part.
+    async fn open_dm(&self, tenant: &TenantId, user: &str) -> Result<ThreadRef, AdapterError> {
+        let channel = self
+            .client_for(tenant)
+            .await?
+            .open_conversation(user)
+            .await?;
+        Ok(ThreadRef::new(
+            Platform::SLACK,
+            tenant.as_str(),
+            channel,
+            "",
+        ))
+    }
+}
+
+#[async_trait]
+impl chat_core::Scheduling for SlackAdapter {
+    /// `chat.scheduleMessage` in the thread (a card as Block Kit). Slack
+    /// refuses a time in the past (`time_in_past`), more than 120 days
+    /// ahead (`time_too_far`), and more than 30 messages due within five
+    /// minutes in one channel (`restricted_too_many`).
+    async fn schedule(
+        &self,
+        thread: &ThreadRef,
+        post_at: u64,
+        message: &OutboundMessage,
+    ) -> Result<chat_core::ScheduledMessage, AdapterError> {
+        require_channel(&thread.channel)?;
+        let thread_ts = Some(thread.thread.as_str()).filter(|t| !t.is_empty());
+        let (id, at) = self
+            .client_for(&thread.tenant)
+            .await?
+            .schedule_message(&thread.channel, thread_ts, post_at, render(message)?)
+            .await?;
+        Ok(chat_core::ScheduledMessage::new(id, thread.clone(), at))
+    }
+
+    /// `chat.deleteScheduledMessage`.
+    async fn cancel_scheduled(
+        &self,
+        scheduled: &chat_core::ScheduledMessage,
+    ) -> Result<(), AdapterError> {
+        require_channel(&scheduled.thread.channel)?;
+        self.client_for(&scheduled.thread.tenant)
+            .await?
+            .delete_scheduled_message(&scheduled.thread.channel, &scheduled.id)
             .await
     }
 }
@@ -255,8 +378,9 @@ impl chat_core::Unreact for SlackAdapter {
     }
 }
 
-/// A message of `conversations.replies` as a history entry (`None` for an
-/// entry without a `ts`).
+/// A message of `conversations.replies` / `conversations.history` as a
+/// history entry, normalized as a delivery's message is (`None` for an entry
+/// without a `ts`).
 fn history_message(m: &Value, me: &BotIdentity) -> Option<HistoryMessage> {
     let ts = m.get("ts")?.as_str()?;
     let user = m["user"].as_str().unwrap_or_default();
@@ -270,11 +394,21 @@ fn history_message(m: &Value, me: &BotIdentity) -> Option<HistoryMessage> {
     });
     author.is_bot = bot_id.is_some() || m["subtype"] == "bot_message";
     author.is_me = is_me;
-    if let Some(name) = m["username"].as_str() {
+    if let Some(name) = m["user_profile"]["display_name"]
+        .as_str()
+        .or(m["username"].as_str())
+        .filter(|n| !n.is_empty())
+    {
         author.name = Some(name.to_owned());
     }
     let text = m["text"].as_str().unwrap_or_default();
-    Some(HistoryMessage::new(ts, author, text, ts_millis(ts)))
+    let files: Vec<crate::inbound::payload::SlackFile> = m
+        .get("files")
+        .and_then(|f| serde_json::from_value(f.clone()).ok())
+        .unwrap_or_default();
+    let mine: Vec<&str> = me.user_id.as_deref().into_iter().collect();
+    let message = crate::inbound::normalized(ts.to_owned(), author, text, &files, &mine);
+    Some(HistoryMessage::from_message(message, ts_millis(ts)))
 }
 
 /// A Slack `ts` (`seconds.micros`) in milliseconds since the epoch.

@@ -95,6 +95,11 @@ impl chat_core::Messaging for SlackAdapter {
             .await
     }
 
+    /// `<@U…>`: Slack's mention, which notifies the user.
+    fn mention(&self, user_id: &str) -> Option<String> {
+        Some(format!("<@{user_id}>"))
+    }
+
     /// `reactions.add`; already having reacted is success.
     async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
         require_channel(&message.thread.channel)?;

@@ -12,9 +12,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
-    AdapterError, Author, BoxError, Event, EventKind, HistoryMessage, HistoryPage, Inbound,
-    Installation, InstallationStore, MessageRef, OutboundMessage, Platform, PlatformAdapter,
-    Resolution, TenantId, ThreadRef, UserInfo, Verdict, WebhookError,
+    AdapterError, Author, BoxError, Event, EventKind, HistoryMessage, HistoryOrder, HistoryPage,
+    Inbound, Installation, InstallationStore, MessageRef, OutboundMessage, Platform,
+    PlatformAdapter, Resolution, TenantId, ThreadRef, UserInfo, Verdict, WebhookError,
 };
 use serde_json::Value;
 use tokio::sync::OnceCell;
@@ -32,9 +32,11 @@ use chat_http::{HttpOptions, Proxy};
 mod builder;
 mod capabilities;
 mod messaging;
+mod surfaces;
 mod webhook;
 
 pub use self::builder::{DEFAULT_RESPONSE_URL_HOSTS, SlackAdapterBuilder};
+pub use self::surfaces::{MAX_SUGGESTED_PROMPTS, Prompt};
 
 /// How long after a failed `auth.test` the adapter waits before trying again.
 const LEARN_RETRY: Duration = Duration::from_secs(60);
@@ -297,28 +299,22 @@ fn require_channel(channel: &str) -> Result<(), AdapterError> {
     }
 }
 
-/// A URL's scheme, host (lowercased) and port (the scheme's default when
-/// none is given), parsed.
-fn origin(url: &str) -> Option<(String, String, u16)> {
-    let uri: http::Uri = url.parse().ok()?;
-    let scheme = uri.scheme_str()?.to_ascii_lowercase();
-    let host = uri.host()?.to_ascii_lowercase();
-    let port = uri.port_u16().or(match scheme.as_str() {
-        "https" => Some(443),
-        "http" => Some(80),
-        _ => None,
-    })?;
-    Some((scheme, host, port))
-}
-
 impl SlackAdapter {
     /// Whether `url` may be posted a reply to: an https URL on one of the
     /// configured hosts (default port), or on the Web API's own origin.
     fn is_response_url(&self, url: &str) -> bool {
-        let Some((scheme, host, port)) = origin(url) else {
+        let Ok(uri) = url.parse::<http::Uri>() else {
             return false;
         };
-        let slack = scheme == "https" && port == 443 && self.response_hosts.contains(&host);
-        slack || origin(self.client.base_url()) == Some((scheme, host, port))
+        let host = uri.host().unwrap_or_default().to_ascii_lowercase();
+        let slack = uri.scheme() == Some(&http::uri::Scheme::HTTPS)
+            && uri.port_u16().is_none_or(|p| p == 443)
+            && self.response_hosts.contains(&host);
+        slack
+            || self
+                .client
+                .base_url()
+                .parse::<http::Uri>()
+                .is_ok_and(|base| chat_http::same_origin(&base, &uri))
     }
 }

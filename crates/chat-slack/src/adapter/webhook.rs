@@ -43,6 +43,14 @@ impl PlatformAdapter for SlackAdapter {
         Some(self)
     }
 
+    fn as_direct_messages(&self) -> Option<&dyn chat_core::DirectMessages> {
+        Some(self)
+    }
+
+    fn as_scheduling(&self) -> Option<&dyn chat_core::Scheduling> {
+        Some(self)
+    }
+
     fn as_downloads(&self) -> Option<&dyn chat_core::Downloads> {
         Some(self)
     }

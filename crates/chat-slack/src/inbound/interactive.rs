@@ -1,5 +1,5 @@
 //! Interactivity payloads: `block_actions`, `view_submission`, `view_closed`,
-//! `shortcut`, `message_action`.
+//! `shortcut`, `message_action`, `block_suggestion`.
 
 use chat_core::{Action, Author, EventKind, Handle, Inbound, Modal, OtherEvent, WebhookError};
 use serde::Deserialize;
@@ -15,6 +15,7 @@ pub(super) fn parse(cx: &Context, payload: &str) -> Result<Inbound, WebhookError
         "block_actions" => block_actions(cx, &i),
         "view_submission" | "view_closed" => view(cx, &i, kind == "view_submission"),
         "shortcut" | "message_action" => shortcut(cx, &i, kind, value),
+        "block_suggestion" => options_load(cx, &i, value),
         "" => Err(malformed("interaction without type")),
         other => Ok(ignored(format!("unsupported:{}", reason_name(other)))),
     }
@@ -184,5 +185,26 @@ fn shortcut(
         id,
         thread(&tenant, &channel, &root),
         EventKind::Other(OtherEvent::new(kind, value)),
+    ))
+}
+
+/// An external select's options load (`block_suggestion`): an
+/// [`OtherEvent`] with the payload, where the select is (a message's
+/// thread, or the modal's root view). Every request is its own: the same
+/// text typed again asks again, so the dedupe key is the body's digest and
+/// the delivery's arrival.
+fn options_load(
+    cx: &Context,
+    i: &Interaction,
+    value: serde_json::Value,
+) -> Result<Inbound, WebhookError> {
+    let tenant = tenant(i)?;
+    let id = format!("{}:{}", body_id(&cx.raw), cx.received_at_ms);
+    let (channel, root) = location(i, &id);
+    Ok(cx.event(
+        id.clone(),
+        id,
+        thread(&tenant, &channel, &root),
+        EventKind::Other(OtherEvent::new("block_suggestion", value)),
     ))
 }

@@ -85,18 +85,7 @@ impl Context {
             .into_iter()
             .chain(self.own_user_ids.iter().map(String::as_str))
             .collect();
-        let read = markup::read(text, &me, None);
-        chat_core::Message::new(ts, author, read.text)
-            .with_markup(text)
-            .with_markdown(read.markdown)
-            .with_mentions(read.mentions)
-            .with_links(read.links)
-            .with_attachments(
-                files
-                    .iter()
-                    .filter_map(payload::SlackFile::attachment)
-                    .collect(),
-            )
+        normalized(ts, author, text, files, &me)
     }
 
     /// Whether `text` @-mentions this bot (`<@U…>` or `<@U…|name>`).
@@ -147,6 +136,31 @@ fn without_token(raw: &Bytes) -> Bytes {
     serde_urlencoded::to_string(kept)
         .map(Bytes::from)
         .unwrap_or_default()
+}
+
+/// A message's markup (`<@U1>`, `<https://x|label>`, `&amp;`) read into
+/// the portable message — plain text, Markdown, mentions (`me` are this
+/// bot's user ids), links — with its files as attachments: for deliveries
+/// and for what history reads back.
+pub(crate) fn normalized(
+    ts: String,
+    author: Author,
+    text: &str,
+    files: &[payload::SlackFile],
+    me: &[&str],
+) -> chat_core::Message {
+    let read = markup::read(text, me, None);
+    chat_core::Message::new(ts, author, read.text)
+        .with_markup(text)
+        .with_markdown(read.markdown)
+        .with_mentions(read.mentions)
+        .with_links(read.links)
+        .with_attachments(
+            files
+                .iter()
+                .filter_map(payload::SlackFile::attachment)
+                .collect(),
+        )
 }
 
 /// Whether `text` @-mentions `user` (`<@U…>` or `<@U…|name>`).

@@ -39,6 +39,52 @@ pub(super) fn success(record: &mut Workspace, method: &str, body: &Value) -> Val
             record.messages.push(stored);
             json!({ "ok": true, "channel": field("channel"), "ts": ts, "message": message })
         }
+        "chat.scheduleMessage" => schedule(record, body),
+        "chat.deleteScheduledMessage" => {
+            let id = &body["scheduled_message_id"];
+            let before = record.scheduled.len();
+            record.scheduled.retain(|m| m["id"] != *id);
+            if record.scheduled.len() == before {
+                json!({ "ok": false, "error": "invalid_scheduled_message_id" })
+            } else {
+                json!({ "ok": true })
+            }
+        }
+        "conversations.open" => match body["users"].as_str().filter(|u| !u.is_empty()) {
+            Some(user) if !user.contains(',') => {
+                json!({ "ok": true, "channel": { "id": format!("D{user}") } })
+            }
+            _ => json!({ "ok": false, "error": "users_list_not_supplied" }),
+        },
+        "views.publish" => {
+            let view = field("view");
+            let blocks = view["blocks"].as_array().map_or(0, Vec::len);
+            let no_user = body["user_id"].as_str().is_none_or(str::is_empty);
+            if no_user || view["type"] != "home" || blocks > 100 {
+                json!({ "ok": false, "error": "invalid_arguments" })
+            } else {
+                record.views += 1;
+                let mut view = view;
+                view["id"] = json!(format!("V{:010}", record.views));
+                json!({ "ok": true, "view": view })
+            }
+        }
+        "assistant.threads.setSuggestedPrompts" => {
+            let prompts = body["prompts"].as_array().map_or(&[][..], Vec::as_slice);
+            let well_formed = prompts.iter().all(|p| {
+                p["title"].as_str().is_some_and(|t| !t.is_empty())
+                    && p["message"].as_str().is_some_and(|m| !m.is_empty())
+            });
+            if prompts.is_empty() || prompts.len() > 4 || !well_formed {
+                json!({ "ok": false, "error": "invalid_arguments" })
+            } else {
+                json!({ "ok": true })
+            }
+        }
+        "assistant.threads.setTitle" => match body["title"].as_str() {
+            Some(t) if !t.is_empty() => json!({ "ok": true }),
+            _ => json!({ "ok": false, "error": "invalid_arguments" }),
+        },
         "conversations.replies" => replies(record, body),
         "conversations.history" => history(record, body),
         "chat.update" => {
@@ -168,8 +214,60 @@ fn history(record: &Workspace, body: &Value) -> Value {
     )
 }
 
+/// `chat.scheduleMessage`, with Slack's restrictions: `post_at` in the
+/// future (`time_in_past`), at most 120 days ahead (`time_too_far`), at
+/// most 30 messages due within five minutes in one channel
+/// (`restricted_too_many`).
+fn schedule(record: &mut Workspace, body: &Value) -> Value {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let post_at = body["post_at"]
+        .as_u64()
+        .or_else(|| body["post_at"].as_str().and_then(|p| p.parse().ok()));
+    let Some(post_at) = post_at else {
+        return json!({ "ok": false, "error": "invalid_time" });
+    };
+    if post_at <= now {
+        return json!({ "ok": false, "error": "time_in_past" });
+    }
+    if post_at > now + 120 * 24 * 60 * 60 {
+        return json!({ "ok": false, "error": "time_too_far" });
+    }
+    let channel = body["channel"].clone();
+    let near = record
+        .scheduled
+        .iter()
+        .filter(|m| {
+            m["channel"] == channel
+                && m["post_at"]
+                    .as_u64()
+                    .is_some_and(|t| t.abs_diff(post_at) < 300)
+        })
+        .count();
+    if near >= 30 {
+        return json!({ "ok": false, "error": "restricted_too_many" });
+    }
+    let id = format!(
+        "Q{:010}",
+        record.scheduled.len() + record.posts as usize + 1
+    );
+    record.scheduled.push(json!({
+        "id": id, "channel": channel, "post_at": post_at,
+        "text": body["text"], "thread_ts": body["thread_ts"],
+    }));
+    json!({ "ok": true, "channel": channel, "scheduled_message_id": id, "post_at": post_at })
+}
+
+/// A Slack `ts` as (seconds, microseconds), to compare.
+fn ts_key(ts: &str) -> (u64, u64) {
+    let (secs, micros) = ts.split_once('.').unwrap_or((ts, "0"));
+    (secs.parse().unwrap_or(0), micros.parse().unwrap_or(0))
+}
+
 /// One page (`limit`, `cursor`) of the channel's messages that `keep`
-/// selects, with their metadata when `include_all_metadata` asks for it.
+/// selects, within `oldest` / `latest` (`inclusive` or not), with their
+/// metadata when `include_all_metadata` asks for it.
 fn page(
     record: &Workspace,
     body: &Value,
@@ -184,10 +282,19 @@ fn page(
         .clamp(1, 1000);
     let start = text("cursor").parse::<usize>().unwrap_or(0);
     let with_metadata = text("include_all_metadata") == "true";
+    let inclusive = text("inclusive") == "true";
+    let bound = |name: &str| Some(text(name)).filter(|t| !t.is_empty()).map(ts_key);
+    let (oldest, latest) = (bound("oldest"), bound("latest"));
+    let within = |m: &Value| {
+        let at = ts_key(m["ts"].as_str().unwrap_or_default());
+        let after = oldest.is_none_or(|o| if inclusive { at >= o } else { at > o });
+        let before = latest.is_none_or(|l| if inclusive { at <= l } else { at < l });
+        after && before
+    };
     let mut selected: Vec<Value> = record
         .messages
         .iter()
-        .filter(|m| m["channel"] == channel && keep(m))
+        .filter(|m| m["channel"] == channel && keep(m) && within(m))
         .map(|m| {
             let mut m = m.clone();
             if let Some(o) = m.as_object_mut() {

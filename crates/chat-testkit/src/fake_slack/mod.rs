@@ -177,6 +177,9 @@ struct Workspace {
     upload_base: String,
     /// Files: id → (name, bytes uploaded, shared by `completeUploadExternal`).
     files: HashMap<String, (String, Option<Bytes>, bool)>,
+    /// Messages scheduled with `chat.scheduleMessage` and not deleted:
+    /// `id`, `channel`, `post_at`, `text`, `thread_ts`.
+    scheduled: Vec<Value>,
 }
 
 impl FakeSlack {
@@ -318,6 +321,13 @@ impl FakeSlack {
             Some((name, Some(bytes), true)) => Some((name.clone(), bytes.clone())),
             _ => None,
         }
+    }
+
+    /// The messages scheduled with `chat.scheduleMessage` and not deleted,
+    /// in order: `id`, `channel`, `post_at` (Unix seconds), `text`,
+    /// `thread_ts`.
+    pub fn scheduled(&self) -> Vec<Value> {
+        self.shared.state(|w| w.scheduled.clone())
     }
 
     /// Every call so far, in arrival order.

@@ -119,6 +119,68 @@ impl LinearDeliveries {
         self.signed(&body, delivery)
     }
 
+    /// `Comment` `create`: a comment `body` (Markdown) by the user on the
+    /// issue, as a reply to `parent` when given.
+    pub fn comment_created(
+        &self,
+        comment_id: &str,
+        parent: Option<&str>,
+        body: &str,
+        delivery: &str,
+    ) -> http::Request<Bytes> {
+        let data = json!({
+            "id": comment_id,
+            "body": body,
+            "issueId": self.issue,
+            "parentId": parent,
+            "userId": self.user,
+            "user": self.person(),
+            "createdAt": "2025-10-09T08:53:20.000Z",
+            "updatedAt": "2025-10-09T08:53:20.000Z",
+        });
+        self.signed(&self.entity("Comment", "create", &data), delivery)
+    }
+
+    /// `Reaction` `create` (or, with `added` false, `remove`): the user's
+    /// `emoji` on comment `comment_id`, as reaction `reaction_id`.
+    pub fn reaction(
+        &self,
+        reaction_id: &str,
+        comment_id: &str,
+        emoji: &str,
+        added: bool,
+        delivery: &str,
+    ) -> http::Request<Bytes> {
+        let data = json!({
+            "id": reaction_id,
+            "emoji": emoji,
+            "commentId": comment_id,
+            "comment": { "id": comment_id, "body": "", "issueId": self.issue, "userId": self.user },
+            "issueId": self.issue,
+            "userId": self.user,
+            "user": self.person(),
+            "createdAt": "2025-10-09T08:53:21.000Z",
+            "updatedAt": "2025-10-09T08:53:21.000Z",
+        });
+        let action = if added { "create" } else { "remove" };
+        self.signed(&self.entity("Reaction", action, &data), delivery)
+    }
+
+    /// A data-change event (`Comment`, `Reaction`, …) of the organization.
+    fn entity(&self, kind: &str, action: &str, data: &Value) -> Value {
+        json!({
+            "action": action,
+            "type": kind,
+            "createdAt": "2025-10-09T08:53:20.000Z",
+            "actor": { "id": self.user, "type": "user", "name": "Ada Lovelace" },
+            "data": data,
+            "url": "https://linear.app/acme/issue/ENG-42",
+            "organizationId": self.org,
+            "webhookId": "f1e2d3c4-b5a6-4978-8a9b-0c1d2e3f4a5b",
+            "webhookTimestamp": now_ms(),
+        })
+    }
+
     /// The body of [`session_created`](Self::session_created).
     pub fn session_created_body(&self, session_id: &str, comment: &str) -> Value {
         let mut body = self.envelope("created", session_id, comment);

@@ -195,6 +195,189 @@ impl SlackDeliveries {
         self.event(&self.callback(event_id, event))
     }
 
+    /// The user deleted their message `ts` (in thread `thread_ts`, if any)
+    /// whose text was `text`: a `message_deleted` event.
+    pub fn message_deleted(
+        &self,
+        event_id: &str,
+        ts: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+    ) -> http::Request<Bytes> {
+        let previous = self.inner_event("message", ts, thread_ts, text);
+        let event = json!({
+            "type": "message",
+            "subtype": "message_deleted",
+            "hidden": true,
+            "channel": self.channel,
+            "channel_type": "channel",
+            "ts": format!("{ts}8"),
+            "deleted_ts": ts,
+            "event_ts": format!("{ts}8"),
+            "previous_message": previous,
+        });
+        self.event(&self.callback(event_id, event))
+    }
+
+    /// The user opened the AI assistant's panel: `assistant_thread_started`
+    /// for the thread `thread_ts` of their DM with the bot, looking at the
+    /// delivery's channel.
+    pub fn assistant_thread_started(
+        &self,
+        event_id: &str,
+        thread_ts: &str,
+    ) -> http::Request<Bytes> {
+        self.event(&self.assistant_thread_body(event_id, "assistant_thread_started", thread_ts))
+    }
+
+    /// `assistant_thread_context_changed`: the user moved to the delivery's
+    /// channel with the panel open.
+    pub fn assistant_thread_context_changed(
+        &self,
+        event_id: &str,
+        thread_ts: &str,
+    ) -> http::Request<Bytes> {
+        self.event(&self.assistant_thread_body(
+            event_id,
+            "assistant_thread_context_changed",
+            thread_ts,
+        ))
+    }
+
+    /// The body of [`assistant_thread_started`](Self::assistant_thread_started)
+    /// (`kind` names the event).
+    pub fn assistant_thread_body(&self, event_id: &str, kind: &str, thread_ts: &str) -> Value {
+        let event = json!({
+            "type": kind,
+            "assistant_thread": {
+                "user_id": self.user,
+                "context": { "channel_id": self.channel, "team_id": self.team, "enterprise_id": null },
+                "channel_id": self.dm_channel(),
+                "thread_ts": thread_ts,
+            },
+            "event_ts": format!("{}.000200", now_ms() / 1000),
+        });
+        self.callback(event_id, event)
+    }
+
+    /// A message from the user in an assistant thread `thread_ts`: a
+    /// direct message in that thread.
+    pub fn assistant_message(
+        &self,
+        event_id: &str,
+        ts: &str,
+        thread_ts: &str,
+        text: &str,
+    ) -> http::Request<Bytes> {
+        let mut event = self.inner_event("message", ts, Some(thread_ts), text);
+        event["channel"] = json!(self.dm_channel());
+        event["channel_type"] = json!("im");
+        self.event(&self.callback(event_id, event))
+    }
+
+    /// The user opened the app's Home tab: `app_home_opened`.
+    pub fn app_home_opened(&self, event_id: &str) -> http::Request<Bytes> {
+        let event = json!({
+            "type": "app_home_opened",
+            "user": self.user,
+            "channel": self.dm_channel(),
+            "tab": "home",
+            "event_ts": format!("{}.000300", now_ms() / 1000),
+        });
+        self.event(&self.callback(event_id, event))
+    }
+
+    /// The user joined the delivery's channel: `member_joined_channel`.
+    pub fn member_joined_channel(&self, event_id: &str) -> http::Request<Bytes> {
+        let event = json!({
+            "type": "member_joined_channel",
+            "user": self.user,
+            "channel": self.channel,
+            "channel_type": "C",
+            "team": self.team,
+            "inviter": self.bot_user,
+            "event_ts": format!("{}.000400", now_ms() / 1000),
+        });
+        self.event(&self.callback(event_id, event))
+    }
+
+    /// The user ran the global shortcut `callback_id`: a `shortcut`
+    /// interaction.
+    pub fn shortcut(&self, callback_id: &str) -> http::Request<Bytes> {
+        let payload = json!({
+            "type": "shortcut",
+            "token": "XXYYZZ",
+            "action_ts": format!("{}.000500", now_ms() / 1000),
+            "team": {"id": self.team, "domain": "example"},
+            "user": self.payload_user(),
+            "is_enterprise_install": false,
+            "enterprise": null,
+            "callback_id": callback_id,
+            "trigger_id": format!("{}.{callback_id}.trigger", now_ms()),
+        });
+        self.interaction(&payload)
+    }
+
+    /// The user ran the message shortcut `callback_id` on message
+    /// `message_ts` (text `text`) of the channel: a `message_action`.
+    pub fn message_shortcut(
+        &self,
+        callback_id: &str,
+        message_ts: &str,
+        text: &str,
+    ) -> http::Request<Bytes> {
+        let payload = json!({
+            "type": "message_action",
+            "token": "XXYYZZ",
+            "action_ts": format!("{}.000600", now_ms() / 1000),
+            "team": {"id": self.team, "domain": "example"},
+            "user": self.payload_user(),
+            "channel": {"id": self.channel, "name": "general"},
+            "is_enterprise_install": false,
+            "enterprise": null,
+            "callback_id": callback_id,
+            "trigger_id": format!("{}.{callback_id}.trigger", now_ms()),
+            "response_url": format!("https://hooks.slack.com/app/{}/1/test", self.team),
+            "message_ts": message_ts,
+            "message": {"type": "message", "user": self.user, "ts": message_ts, "text": text},
+        });
+        self.interaction(&payload)
+    }
+
+    /// The user typed `value` into the external select `action_id` of the
+    /// bot's message `message_ts`: a `block_suggestion` (options load).
+    pub fn block_suggestion(
+        &self,
+        action_id: &str,
+        value: &str,
+        message_ts: &str,
+    ) -> http::Request<Bytes> {
+        let payload = json!({
+            "type": "block_suggestion",
+            "user": self.payload_user(),
+            "container": {
+                "type": "message", "message_ts": message_ts,
+                "channel_id": self.channel, "is_ephemeral": false,
+            },
+            "api_app_id": "A0TEST",
+            "token": "XXYYZZ",
+            "action_id": action_id,
+            "block_id": "select",
+            "value": value,
+            "team": {"id": self.team, "domain": "example"},
+            "enterprise": null,
+            "is_enterprise_install": false,
+            "channel": {"id": self.channel, "name": "general"},
+            "message": {"type": "message", "ts": message_ts, "user": self.bot_user, "text": ""},
+        });
+        self.interaction(&payload)
+    }
+
+    /// The user's DM channel with the bot (`D` + the user id).
+    pub fn dm_channel(&self) -> String {
+        format!("D{}", self.user)
+    }
+
     /// The user added the reaction `emoji` (a name without colons) to the
     /// message `item_ts` of the channel: a `reaction_added` event.
     pub fn reaction_added(
@@ -222,7 +405,7 @@ impl SlackDeliveries {
     /// A direct message to the bot (`channel_type: im`, in a `D…` channel).
     pub fn direct_message(&self, event_id: &str, ts: &str, text: &str) -> http::Request<Bytes> {
         let mut event = self.inner_event("message", ts, None, text);
-        event["channel"] = json!(format!("D{}", self.user));
+        event["channel"] = json!(self.dm_channel());
         event["channel_type"] = json!("im");
         self.event(&self.callback(event_id, event))
     }

@@ -1,29 +1,33 @@
-//! [`Thread`]: the portable handle a handler talks back through — post (text,
-//! Markdown, cards), edit, delete, react, ephemeral messages, history, user
-//! lookups — and [`SentMessage`], a posted message to edit, delete and react
-//! to.
+//! [`Thread`]: the portable handle a handler (or a program outside one)
+//! talks back through — post (text, Markdown, cards), edit, delete, react,
+//! ephemeral messages, history, user lookups, scheduled messages — and
+//! [`SentMessage`], a posted message to edit, delete and react to. Streaming
+//! is in `stream`, history and transcripts in `history`, idempotent posts
+//! in `once`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use chat_core::view::View;
 use chat_core::{
-    AdapterError, Capability, HistoryMessage, KvStore, MessageRef, OutboundMessage,
-    PlatformAdapter, PostKey, SetMode, StateBackend, Streams, ThreadRef, UserInfo,
+    AdapterError, Capability, FileUpload, KvStore, MessageRef, OutboundMessage, PlatformAdapter,
+    PostKey, ScheduledMessage, SetMode, StateBackend, ThreadRef, UserInfo,
 };
-use futures_util::Stream;
+use serde::Serialize;
 use tokio::time::Instant;
 
 use crate::cancel::Cancel;
 use crate::keeper::LeaseState;
+use crate::options::RetentionOptions;
+
+pub(crate) mod history;
+mod once;
+pub(crate) mod stream;
 
 /// How often the fallback of [`Thread::stream`] edits its message at most.
 pub const DEFAULT_STREAM_INTERVAL: Duration = Duration::from_millis(500);
-
-/// How many messages [`Thread::history`] asks for per page.
-const HISTORY_PAGE: usize = 200;
 
 /// What a run has posted through its thread handles: the next reply's
 /// position, and whether a post began after the run was cancelled (the
@@ -41,18 +45,27 @@ impl Posts {
     }
 }
 
-/// A conversation to talk in. From [`Ctx::thread`](crate::Ctx::thread).
+/// A conversation to talk in. From [`Ctx::thread`](crate::Ctx::thread) in a
+/// handler, or [`Bot::thread`](crate::Bot::thread) /
+/// [`Bot::open_dm`](crate::Bot::open_dm) outside one (a cron job, a CI hook).
 ///
-/// Every call is bounded by the run's deadline: a platform call that would wait
-/// past it (a rate-limit `Retry-After`, a slow API) is abandoned with
-/// [`AdapterError::DeadlineExceeded`]. Calls still work after the run was
-/// cancelled, so a handler can post a final word when asked to stop — except
-/// once the run's lease is lost (another holder may be running the event
-/// again): then every call is refused with [`AdapterError::Cancelled`].
+/// In a run, every call is bounded by the run's deadline: a platform call
+/// that would wait past it (a rate-limit `Retry-After`, a slow API) is
+/// abandoned with [`AdapterError::DeadlineExceeded`]. Calls still work after
+/// the run was cancelled, so a handler can post a final word when asked to
+/// stop — except once the run's lease is lost (another holder may be running
+/// the event again): then every call is refused with
+/// [`AdapterError::Cancelled`].
 ///
-/// Each post carries its position in the run ([`PostKey`]): when the event
-/// runs again after a holder died, the adapter returns the reply an earlier
-/// attempt already posted at that position instead of posting it twice.
+/// Each post of a run carries its position in the run ([`PostKey`]): when
+/// the event runs again after a holder died, the adapter returns the reply an
+/// earlier attempt already posted at that position instead of posting it
+/// twice. Outside a run, [`post_once`](Self::post_once) takes a key of the
+/// caller's for the same purpose.
+///
+/// A handle serializes as its [`ThreadRef`] (and deserializes as one): store
+/// it in a workflow, and act later — on any replica — with
+/// [`Bot::thread`](crate::Bot::thread).
 ///
 /// What each call is on each platform; the capability column names the
 /// [`Capability`] a call needs (a platform without it answers
@@ -62,17 +75,23 @@ impl Posts {
 /// | method | capability | Slack | Linear |
 /// |---|---|---|---|
 /// | [`post`](Self::post) | — | `chat.postMessage` (cards as Block Kit) | agent activity `response` (sessions) or a reply comment; cards as Markdown |
+/// | [`post_once`](Self::post_once) | — | `chat.postMessage` with the key in its metadata | as `post`, with a client-side id |
 /// | [`post_ephemeral`](Self::post_ephemeral) | ephemeral | `chat.postEphemeral` | unsupported |
+/// | [`post_ephemeral_or_dm`](Self::post_ephemeral_or_dm) | ephemeral | `chat.postEphemeral` | unsupported |
 /// | [`SentMessage::edit`] / [`delete`](SentMessage::delete) | — | `chat.update` / `chat.delete` | comments only |
 /// | [`SentMessage::react`] | — | `reactions.add` | comments: `reactionCreate` |
-/// | [`SentMessage::unreact`] | unreact | `reactions.remove` | unsupported |
-/// | [`history`](Self::history) | history | `conversations.replies`, cursor pages | a comment thread's replies or a session's activities, cursor pages |
+/// | [`SentMessage::unreact`] | unreact | `reactions.remove` | comments: `reactionDelete` of the bot's reaction |
+/// | [`history`](Self::history) / [`history_newest`](Self::history_newest) | history | `conversations.replies` (a channel: `conversations.history`), cursor pages | a comment thread's replies or a session's activities, cursor pages |
+/// | [`message`](Self::message) | history | `conversations.replies` bounded to the message | the comment or activity |
+/// | [`transcript`](Self::transcript) | history | the history as turns | the history as turns |
 /// | [`user`](Self::user) | users | `users.info`, cached | the `user` query, cached |
 /// | [`open_modal`](Self::open_modal) / [`update_modal`](Self::update_modal) / [`push_modal`](Self::push_modal) | modals | `views.open` / `views.update` / `views.push` | unsupported |
-/// | [`upload`](Self::upload) | uploads | `files.getUploadURLExternal` + `files.completeUploadExternal` | unsupported |
-/// | [`download`](Self::download) | downloads | the file's `url_private` with the bot token, streamed and capped | unsupported |
+/// | [`upload`](Self::upload) / [`upload_files`](Self::upload_files) | uploads | `files.getUploadURLExternal` + `files.completeUploadExternal` (several files in one message) | unsupported |
+/// | [`download`](Self::download) | downloads | the file's `url_private` with the bot token, streamed and capped | `uploads.linear.app` with the token, streamed and capped |
 /// | [`set_status`](Self::set_status) | status | `assistant.threads.setStatus` | a session's `thought` |
 /// | [`stream`](Self::stream) | streams | `chat.startStream` / `appendStream` / `stopStream` (fallback: post + edits) | sessions: thoughts, then a response; comments: one comment edited |
+/// | [`schedule`](Self::schedule) / [`cancel_scheduled`](Self::cancel_scheduled) | scheduling | `chat.scheduleMessage` / `chat.deleteScheduledMessage` | unsupported |
+/// | [`Bot::open_dm`](crate::Bot::open_dm) | direct-messages | `conversations.open` | unsupported |
 #[derive(Clone)]
 pub struct Thread {
     adapter: Arc<dyn PlatformAdapter>,
@@ -80,10 +99,17 @@ pub struct Thread {
     thread: ThreadRef,
     posted: Arc<AtomicBool>,
     deadline: Option<Instant>,
-    user_ttl: Duration,
+    retention: RetentionOptions,
     replies: Option<Replies>,
     /// The user the run answers (the event's author), for a stream.
     recipient: Option<String>,
+}
+
+impl Serialize for Thread {
+    /// As its [`ThreadRef`].
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.thread.serialize(s)
+    }
 }
 
 impl std::fmt::Debug for Thread {
@@ -114,7 +140,7 @@ impl Thread {
         thread: ThreadRef,
         posted: Arc<AtomicBool>,
         deadline: Option<Instant>,
-        user_ttl: Duration,
+        retention: RetentionOptions,
     ) -> Self {
         Self {
             adapter,
@@ -122,7 +148,7 @@ impl Thread {
             thread,
             posted,
             deadline,
-            user_ttl,
+            retention,
             replies: None,
             recipient: None,
         }
@@ -141,9 +167,19 @@ impl Thread {
         self
     }
 
-    /// The thread's identity.
+    /// The thread's identity (what the handle serializes as).
     pub fn id(&self) -> &ThreadRef {
         &self.thread
+    }
+
+    /// The thread's channel itself: posts go there as new top-level
+    /// messages, and its history is the channel's (newest first where the
+    /// platform reads channels that way).
+    #[must_use]
+    pub fn in_channel(&self) -> Thread {
+        let mut channel = self.clone();
+        channel.thread.thread = String::new();
+        channel
     }
 
     /// The adapter as its concrete type, for platform calls the portable
@@ -193,144 +229,6 @@ impl Thread {
             thread: self.clone(),
             message,
         })
-    }
-
-    /// Streams an answer into the thread as its chunks arrive (an LLM's
-    /// tokens, say), as Markdown; returns the message that holds it (the last
-    /// one, when a long stream was rotated). Edits happen at most every
-    /// [`DEFAULT_STREAM_INTERVAL`]; see [`stream_every`](Self::stream_every).
-    ///
-    /// Natively where the platform streams (Slack `chat.startStream` /
-    /// `appendStream` / `stopStream` in threads, rotated before Slack's
-    /// stream expiry; Linear agent sessions: ephemeral thoughts, then one
-    /// final response); elsewhere, or when the platform refuses to stream,
-    /// by one post of the first chunk and throttled edits of the whole text,
-    /// each after the previous one completed, and a final edit. Rate limits
-    /// are waited out within the run's deadline.
-    ///
-    /// # Errors
-    /// [`AdapterError::Invalid`] for a stream that ends without any text;
-    /// the adapter's errors otherwise.
-    pub async fn stream<S>(&self, chunks: S) -> Result<SentMessage, AdapterError>
-    where
-        S: Stream<Item = String> + Send,
-    {
-        self.stream_every(chunks, DEFAULT_STREAM_INTERVAL).await
-    }
-
-    /// [`stream`](Self::stream), with edits of the fallback at most every
-    /// `interval`.
-    ///
-    /// # Errors
-    /// As [`stream`](Self::stream).
-    pub async fn stream_every<S>(
-        &self,
-        chunks: S,
-        interval: Duration,
-    ) -> Result<SentMessage, AdapterError>
-    where
-        S: Stream<Item = String> + Send,
-    {
-        use futures_util::StreamExt;
-        let chunks = chunks.filter(|c| std::future::ready(!c.is_empty())).fuse();
-        futures_util::pin_mut!(chunks);
-        let Some(first) = chunks.next().await else {
-            return Err(AdapterError::Invalid(
-                "a stream without any text".to_owned(),
-            ));
-        };
-        let Some(streams) = self.adapter.as_streams() else {
-            return self.stream_by_edits(first, chunks, interval).await;
-        };
-        let started = self
-            .bounded(streams.start_stream(&self.thread, &first, self.recipient.as_deref()))
-            .await;
-        match started {
-            Ok(stream) => self.stream_natively(streams, stream, first, chunks).await,
-            Err(AdapterError::Unsupported(_) | AdapterError::Api { .. }) => {
-                self.stream_by_edits(first, chunks, interval).await
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The native stream: each append after the previous one, with what
-    /// arrived meanwhile; a new stream before the platform's lifetime ends.
-    async fn stream_natively<S>(
-        &self,
-        streams: &dyn Streams,
-        mut stream: MessageRef,
-        first: String,
-        mut chunks: std::pin::Pin<&mut S>,
-    ) -> Result<SentMessage, AdapterError>
-    where
-        S: Stream<Item = String> + Send,
-    {
-        use futures_util::{FutureExt, StreamExt};
-        let lifetime = streams.stream_lifetime();
-        let mut opened = Instant::now();
-        let mut shown = first;
-        while let Some(chunk) = chunks.next().await {
-            let mut text = chunk;
-            // What else is ready joins this append.
-            while let Some(Some(more)) = chunks.next().now_or_never() {
-                text.push_str(&more);
-            }
-            if lifetime.is_some_and(|l| opened.elapsed() >= l) {
-                self.bounded(streams.stop_stream(&stream, &shown)).await?;
-                stream = self
-                    .bounded(streams.start_stream(&self.thread, &text, self.recipient.as_deref()))
-                    .await?;
-                opened = Instant::now();
-                shown = text;
-                continue;
-            }
-            self.bounded(streams.append_stream(&stream, &text)).await?;
-            shown.push_str(&text);
-        }
-        self.bounded(streams.stop_stream(&stream, &shown)).await?;
-        self.posted.store(true, Ordering::Release);
-        Ok(SentMessage {
-            thread: self.clone(),
-            message: stream,
-        })
-    }
-
-    /// The fallback: one post, then edits of the whole text at most every
-    /// `interval`, each after the previous one completed, and a final edit.
-    async fn stream_by_edits<S>(
-        &self,
-        first: String,
-        mut chunks: std::pin::Pin<&mut S>,
-        interval: Duration,
-    ) -> Result<SentMessage, AdapterError>
-    where
-        S: Stream<Item = String> + Send,
-    {
-        use futures_util::StreamExt;
-        let sent = self.post(OutboundMessage::markdown(first.as_str())).await?;
-        let mut full = first;
-        let mut shown = full.clone();
-        let mut next_edit = Instant::now() + interval;
-        loop {
-            tokio::select! {
-                chunk = chunks.next() => match chunk {
-                    Some(chunk) => full.push_str(&chunk),
-                    None => break,
-                },
-                () = tokio::time::sleep_until(next_edit), if full != shown => {
-                    sent.edit(OutboundMessage::markdown(full.as_str())).await?;
-                    shown.clone_from(&full);
-                    next_edit = Instant::now() + interval;
-                }
-            }
-        }
-        if full != shown {
-            // The final edit keeps the spacing too.
-            tokio::time::sleep_until(next_edit).await;
-            sent.edit(OutboundMessage::markdown(full.as_str())).await?;
-        }
-        Ok(sent)
     }
 
     /// Opens a modal with an interaction's `trigger` (see
@@ -397,6 +295,112 @@ impl Thread {
         r
     }
 
+    /// Uploads several files into the thread as one message where the
+    /// platform can (Slack), else one after the other; `comment` is the
+    /// message. Returns the platform's file ids, in order.
+    ///
+    /// # Errors
+    /// [`AdapterError::Unsupported`] where the platform takes no uploads
+    /// (Linear).
+    pub async fn upload_files(
+        &self,
+        files: Vec<FileUpload>,
+        comment: Option<&str>,
+    ) -> Result<Vec<String>, AdapterError> {
+        let uploads = self
+            .adapter
+            .as_uploads()
+            .ok_or(Capability::Uploads.unsupported())?;
+        let r = self
+            .bounded(uploads.upload_files(&self.thread, files, comment))
+            .await;
+        if r.is_ok() {
+            self.posted.store(true, Ordering::Release);
+        }
+        r
+    }
+
+    /// Posts a message only `user` sees: an ephemeral message where the
+    /// platform has them, else a direct message to them
+    /// ([`Bot::open_dm`](crate::Bot::open_dm)'s conversation).
+    ///
+    /// # Errors
+    /// [`AdapterError::Unsupported`] where the platform has neither
+    /// (Linear); the adapter's otherwise.
+    pub async fn post_ephemeral_or_dm(
+        &self,
+        user: &str,
+        message: impl Into<OutboundMessage>,
+    ) -> Result<Private, AdapterError> {
+        let message = message.into();
+        if self.adapter.as_ephemeral().is_some() {
+            self.post_ephemeral(user, message).await?;
+            return Ok(Private::Ephemeral);
+        }
+        let dms = self
+            .adapter
+            .as_direct_messages()
+            .ok_or(AdapterError::Unsupported("ephemeral or direct messages"))?;
+        let dm = self.bounded(dms.open_dm(&self.thread.tenant, user)).await?;
+        let mut thread = self.clone();
+        thread.thread = dm;
+        Ok(Private::DirectMessage(Box::new(
+            thread.post(message).await?,
+        )))
+    }
+
+    /// The text that mentions user `user_id` in a message on this platform:
+    /// Slack `<@U1>` (which notifies them), else the looked-up user's
+    /// [`UserInfo::mention`] (Linear: their profile URL, which Linear shows
+    /// as a mention), else `@user_id`.
+    pub async fn mention(&self, user_id: &str) -> String {
+        if let Some(markup) = self.adapter.mention(user_id) {
+            return markup;
+        }
+        match self.user(user_id).await {
+            Ok(user) => user.mention(),
+            Err(_) => format!("@{user_id}"),
+        }
+    }
+
+    /// Schedules `message` to be posted in the thread at `at` by the
+    /// platform itself (Slack `chat.scheduleMessage`: at most 120 days
+    /// ahead); keep the answer to cancel it.
+    ///
+    /// # Errors
+    /// [`AdapterError::Unsupported`] where the platform schedules nothing
+    /// (Linear); [`AdapterError::Invalid`] for a time before the Unix
+    /// epoch; the platform's refusal of the time otherwise.
+    pub async fn schedule(
+        &self,
+        at: SystemTime,
+        message: impl Into<OutboundMessage>,
+    ) -> Result<ScheduledMessage, AdapterError> {
+        let message = message.into();
+        let scheduling = self
+            .adapter
+            .as_scheduling()
+            .ok_or(Capability::Scheduling.unsupported())?;
+        let post_at = at
+            .duration_since(UNIX_EPOCH)
+            .map_err(|_| AdapterError::Invalid("a time before 1970".to_owned()))?
+            .as_secs();
+        self.bounded(scheduling.schedule(&self.thread, post_at, &message))
+            .await
+    }
+
+    /// Cancels a message [`schedule`](Self::schedule) scheduled.
+    ///
+    /// # Errors
+    /// As [`schedule`](Self::schedule).
+    pub async fn cancel_scheduled(&self, scheduled: &ScheduledMessage) -> Result<(), AdapterError> {
+        let scheduling = self
+            .adapter
+            .as_scheduling()
+            .ok_or(Capability::Scheduling.unsupported())?;
+        self.bounded(scheduling.cancel_scheduled(scheduled)).await
+    }
+
     /// Posts a message only `user` (a platform user id) sees.
     ///
     /// # Errors
@@ -413,52 +417,6 @@ impl Thread {
             .ok_or(Capability::Ephemeral.unsupported())?;
         self.bounded(ephemeral.post_ephemeral(&self.thread, user, &message))
             .await
-    }
-
-    /// Up to `limit` of the thread's messages, oldest first (the thread's
-    /// first message included, on Slack the root), read page by page.
-    ///
-    /// # Errors
-    /// The adapter's; [`AdapterError::Unsupported`] where the platform has no
-    /// history to read.
-    pub async fn history(&self, limit: usize) -> Result<Vec<HistoryMessage>, AdapterError> {
-        use futures_util::TryStreamExt;
-        let mut out = Vec::new();
-        let pages = self.history_pages(HISTORY_PAGE.min(limit.max(1)));
-        futures_util::pin_mut!(pages);
-        while out.len() < limit {
-            match pages.try_next().await? {
-                Some(page) => out.extend(page),
-                None => break,
-            }
-        }
-        out.truncate(limit);
-        Ok(out)
-    }
-
-    /// The thread's messages page by page (`page_size` at most each), oldest
-    /// first, following the platform's cursor; each page is one call bounded
-    /// by the run's deadline.
-    pub fn history_pages(
-        &self,
-        page_size: usize,
-    ) -> impl Stream<Item = Result<Vec<HistoryMessage>, AdapterError>> + Send + '_ {
-        // The cursor of the next page: `Some(None)` for the first page,
-        // `None` once the last page was read.
-        futures_util::stream::try_unfold(Some(None::<String>), move |cursor| async move {
-            let Some(cursor) = cursor else {
-                return Ok(None);
-            };
-            let history = self
-                .adapter
-                .as_history()
-                .ok_or(Capability::History.unsupported())?;
-            let page = self
-                .bounded(history.history(&self.thread, cursor.as_deref(), page_size))
-                .await?;
-            let next = page.next.clone().map(Some);
-            Ok(Some((page.messages, next)))
-        })
     }
 
     /// Who `user` (a platform user id of the thread's tenant) is: display
@@ -491,7 +449,7 @@ impl Thread {
                 .set(
                     &key,
                     Bytes::from(bytes),
-                    Some(self.user_ttl),
+                    Some(self.retention.user_cache_ttl),
                     SetMode::Always,
                 )
                 .await
@@ -591,6 +549,16 @@ impl Thread {
             .as_modals()
             .ok_or(Capability::Modals.unsupported())
     }
+}
+
+/// How [`Thread::post_ephemeral_or_dm`] reached its user.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Private {
+    /// As an ephemeral message in the thread.
+    Ephemeral,
+    /// As a direct message: the message posted there.
+    DirectMessage(Box<SentMessage>),
 }
 
 /// A message the bot posted through a [`Thread`]: edit it, delete it, react to

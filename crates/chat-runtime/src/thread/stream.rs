@@ -1,0 +1,261 @@
+//! [`Thread::stream`]: an answer posted as its pieces arrive — natively where
+//! the platform streams, else one post and throttled edits whose every
+//! intermediate render is healed Markdown.
+
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use chat_core::{AdapterError, BoxError, MessageRef, OutboundMessage, Streams};
+use futures_util::{FutureExt, Stream, StreamExt};
+use tokio::time::Instant;
+
+use super::{DEFAULT_STREAM_INTERVAL, SentMessage, Thread};
+use crate::heal::heal_markdown;
+
+/// One piece of a streamed answer: text (`String`, `&str`), or the
+/// `Result` of a source that can fail (an LLM client's token stream), whose
+/// error ends the stream with [`AdapterError::Source`].
+pub trait Chunk: Send {
+    /// The piece's text, or why the source failed.
+    fn into_chunk(self) -> Result<String, BoxError>;
+}
+
+impl Chunk for String {
+    fn into_chunk(self) -> Result<String, BoxError> {
+        Ok(self)
+    }
+}
+
+impl Chunk for &str {
+    fn into_chunk(self) -> Result<String, BoxError> {
+        Ok(self.to_owned())
+    }
+}
+
+impl<E: Into<BoxError> + Send> Chunk for Result<String, E> {
+    fn into_chunk(self) -> Result<String, BoxError> {
+        self.map_err(Into::into)
+    }
+}
+
+type Pieces<'a> = Pin<&'a mut (dyn Stream<Item = Result<String, BoxError>> + Send)>;
+
+/// A stream's pieces as text, the empty ones skipped. A type of its own
+/// rather than `map` and `filter` with closures: a handler's future must be
+/// `Send` for every lifetime its pieces borrow (`&str`), which a closure over
+/// them is not.
+struct Texts<S> {
+    chunks: Pin<Box<S>>,
+}
+
+impl<S, C> Stream for Texts<S>
+where
+    S: Stream<Item = C>,
+    C: Chunk,
+{
+    type Item = Result<String, BoxError>;
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        loop {
+            match std::task::ready!(self.chunks.as_mut().poll_next(cx)) {
+                None => return std::task::Poll::Ready(None),
+                Some(chunk) => match chunk.into_chunk() {
+                    Ok(text) if text.is_empty() => {}
+                    other => return std::task::Poll::Ready(Some(other)),
+                },
+            }
+        }
+    }
+}
+
+impl Thread {
+    /// Streams an answer into the thread as its pieces arrive (an LLM's
+    /// tokens, say), as Markdown; returns the message that holds it (the last
+    /// one, when a long stream was rotated). The pieces are `String`s, or
+    /// `Result<String, E>` from a source that can fail ([`Chunk`]). Edits
+    /// happen at most every [`DEFAULT_STREAM_INTERVAL`]; see
+    /// [`stream_every`](Self::stream_every).
+    ///
+    /// Natively where the platform streams (Slack `chat.startStream` /
+    /// `appendStream` / `stopStream` in threads, rotated before Slack's
+    /// stream expiry; Linear agent sessions: ephemeral thoughts, then one
+    /// final response); elsewhere, or when the platform refuses to stream,
+    /// by one post of the first piece and throttled edits of the whole text,
+    /// each after the previous one completed, and a final edit. Every
+    /// intermediate render is healed Markdown ([`heal_markdown`]: an
+    /// unclosed `**`, code fence or link is closed), the final one is the
+    /// text as it came. Rate limits are waited out within the run's deadline.
+    ///
+    /// # Errors
+    /// [`AdapterError::Invalid`] for a stream that ends without any text;
+    /// [`AdapterError::Source`] when the source failed (what arrived before
+    /// stays posted, its stream ended); the adapter's errors otherwise.
+    pub async fn stream<S, C>(&self, chunks: S) -> Result<SentMessage, AdapterError>
+    where
+        S: Stream<Item = C> + Send,
+        C: Chunk,
+    {
+        self.stream_every(chunks, DEFAULT_STREAM_INTERVAL).await
+    }
+
+    /// [`stream`](Self::stream), with edits of the fallback at most every
+    /// `interval`.
+    ///
+    /// # Errors
+    /// As [`stream`](Self::stream).
+    pub async fn stream_every<S, C>(
+        &self,
+        chunks: S,
+        interval: Duration,
+    ) -> Result<SentMessage, AdapterError>
+    where
+        S: Stream<Item = C> + Send,
+        C: Chunk,
+    {
+        let pieces = Texts {
+            chunks: Box::pin(chunks),
+        }
+        .fuse();
+        futures_util::pin_mut!(pieces);
+        let mut pieces: Pieces<'_> = pieces;
+        let first = match pieces.next().await {
+            Some(Ok(first)) => first,
+            Some(Err(e)) => return Err(AdapterError::Source(e)),
+            None => {
+                return Err(AdapterError::Invalid(
+                    "a stream without any text".to_owned(),
+                ));
+            }
+        };
+        let Some(streams) = self.adapter.as_streams() else {
+            return self.stream_by_edits(first, pieces, interval).await;
+        };
+        let started = self
+            .bounded(streams.start_stream(&self.thread, &first, self.recipient.as_deref()))
+            .await;
+        match started {
+            Ok(stream) => self.stream_natively(streams, stream, first, pieces).await,
+            Err(AdapterError::Unsupported(_) | AdapterError::Api { .. }) => {
+                self.stream_by_edits(first, pieces, interval).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The native stream: each append after the previous one, with what
+    /// arrived meanwhile; a new stream before the platform's lifetime ends.
+    async fn stream_natively(
+        &self,
+        streams: &dyn Streams,
+        mut stream: MessageRef,
+        first: String,
+        mut pieces: Pieces<'_>,
+    ) -> Result<SentMessage, AdapterError> {
+        let lifetime = streams.stream_lifetime();
+        let mut opened = Instant::now();
+        let mut shown = first;
+        let mut failed = None;
+        while let Some(piece) = pieces.next().await {
+            let mut text = match piece {
+                Ok(text) => text,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            };
+            // What else is ready joins this append.
+            while let Some(Some(more)) = pieces.next().now_or_never() {
+                match more {
+                    Ok(more) => text.push_str(&more),
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            if lifetime.is_some_and(|l| opened.elapsed() >= l) {
+                self.bounded(streams.stop_stream(&stream, &shown)).await?;
+                stream = self
+                    .bounded(streams.start_stream(&self.thread, &text, self.recipient.as_deref()))
+                    .await?;
+                opened = Instant::now();
+                shown = text;
+            } else {
+                self.bounded(streams.append_stream(&stream, &text)).await?;
+                shown.push_str(&text);
+            }
+            if failed.is_some() {
+                break;
+            }
+        }
+        self.bounded(streams.stop_stream(&stream, &shown)).await?;
+        self.posted.store(true, Ordering::Release);
+        match failed {
+            Some(e) => Err(AdapterError::Source(e)),
+            None => Ok(SentMessage {
+                thread: self.clone(),
+                message: stream,
+            }),
+        }
+    }
+
+    /// The fallback: one post, then edits of the whole text at most every
+    /// `interval`, each after the previous one completed, and a final edit.
+    /// Every render before the last is healed Markdown.
+    async fn stream_by_edits(
+        &self,
+        first: String,
+        mut pieces: Pieces<'_>,
+        interval: Duration,
+    ) -> Result<SentMessage, AdapterError> {
+        let sent = self
+            .post(OutboundMessage::markdown(heal_markdown(&first)))
+            .await?;
+        let mut full = first;
+        let mut shown = heal_markdown(&full);
+        // How much of `full` the last render showed.
+        let mut rendered = full.len();
+        let mut next_edit = Instant::now() + interval;
+        let mut failed = None;
+        loop {
+            tokio::select! {
+                piece = pieces.next() => match piece {
+                    Some(Ok(piece)) => full.push_str(&piece),
+                    Some(Err(e)) => {
+                        failed = Some(e);
+                        break;
+                    }
+                    None => break,
+                },
+                () = tokio::time::sleep_until(next_edit), if full.len() != rendered => {
+                    rendered = full.len();
+                    let healed = heal_markdown(&full);
+                    if healed != shown {
+                        shown = healed;
+                        sent.edit(OutboundMessage::markdown(shown.as_str())).await?;
+                        next_edit = Instant::now() + interval;
+                    }
+                }
+            }
+        }
+        // The final render: the text as it came, or — cut by a failed
+        // source — healed.
+        let last = match failed {
+            Some(_) => heal_markdown(&full),
+            None => full,
+        };
+        if last != shown {
+            // The final edit keeps the spacing too.
+            tokio::time::sleep_until(next_edit).await;
+            sent.edit(OutboundMessage::markdown(last)).await?;
+        }
+        match failed {
+            Some(e) => Err(AdapterError::Source(e)),
+            None => Ok(sent),
+        }
+    }
+}
