@@ -23,9 +23,16 @@ use clap::{Parser, ValueEnum};
 /// that mentions it (or of a DM, or in a thread it follows) is answered
 /// `edited: <new text>`. `/echo-form` opens a modal whose submission posts
 /// `form: <value>` to the command's channel; a reaction added to a message is
-/// answered `reaction: <emoji>` in its thread. ECHO_DELAY_MS delays every
-/// handler (turns, slash commands, clicks, reactions, modal submissions). An
-/// adapter whose secret is not set is not mounted.
+/// answered `reaction: <emoji>` in its thread. In a Slack assistant thread
+/// it sets suggested prompts and echoes what is asked; its App Home shows
+/// `Messages answered: N`. `/echo-later <seconds> <text>` schedules `<text>`
+/// in the command's channel. With NOTIFY_TOKEN set, `POST /notify`
+/// (`Authorization: Bearer <NOTIFY_TOKEN>`, a JSON body `{"platform",
+/// "tenant", "channel", "thread"?, "text", "key"?}`, or the key in an
+/// `Idempotency-Key` header) posts `text` there proactively, once per key.
+/// ECHO_DELAY_MS delays every handler (turns, slash commands, clicks,
+/// reactions, modal submissions, assistant threads, App Home). An adapter
+/// whose secret is not set is not mounted.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "echo-bot", version)]
 pub struct Args {
@@ -237,6 +244,11 @@ pub struct Args {
     /// Unset: no inspector. `GET /metrics` is always served.
     #[arg(long, env = "INSPECT_TOKEN", hide_env_values = true)]
     pub inspect_token: Option<String>,
+    /// Mounts `POST /notify`, which posts a message proactively (outside any
+    /// webhook), opened by this token (`Authorization: Bearer`). Unset: no
+    /// `/notify`.
+    #[arg(long, env = "NOTIFY_TOKEN", hide_env_values = true)]
+    pub notify_token: Option<String>,
 }
 
 /// `CHAT_SHUTDOWN`.
@@ -429,6 +441,7 @@ mod tests {
             "SERVER_REQUEST_TIMEOUT_MS",
             "ECHO_DELAY_MS",
             "INSPECT_TOKEN",
+            "NOTIFY_TOKEN",
         ] {
             assert!(help.contains(var), "--help does not mention {var}");
         }

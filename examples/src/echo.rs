@@ -3,10 +3,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chat_core::Reply;
+use bytes::Bytes;
 use chat_core::card::{Button, Card};
 use chat_core::view::{Input, ModalAnswer, View};
+use chat_core::{KvStore, Platform, Reply, SetMode, TenantId};
 use chat_runtime::{BoxError, Ctx, Event, EventKind};
+use chat_slack::SlackAdapter;
+use chat_slack::events::{AppHomeOpened, AssistantThread};
 
 /// The `action_id` of a card's button: a click posts `again: <title>`.
 pub const AGAIN_ACTION: &str = "echo-again";
@@ -193,6 +196,10 @@ impl Echo {
                 thread.post(echo_text(&event, ctx.skipped())).await?;
             }
         }
+        let answered = 1 + ctx.skipped().len() as u64;
+        if let Err(e) = count_answered(ctx.state().as_ref(), &event, answered).await {
+            tracing::debug!(error = %e, "counting an answer failed");
+        }
         Ok(())
     }
 }
@@ -304,6 +311,144 @@ impl Echo {
         ctx.reply(Reply::ephemeral(text));
         Ok(())
     }
+}
+
+impl Echo {
+    /// An assistant thread opened (Slack's AI panel): suggested prompts
+    /// ([`SUGGESTED_PROMPTS`]) under the title "Try echo-bot". Messages in
+    /// the thread arrive as direct messages and are echoed like mentions.
+    pub async fn assistant_started(self, ctx: Ctx, event: Event) -> Result<(), BoxError> {
+        if !self.work(&ctx).await {
+            return Ok(());
+        }
+        let Some(started) = AssistantThread::of(&event) else {
+            return Ok(());
+        };
+        let slack = ctx.adapter::<SlackAdapter>().ok_or("not Slack")?;
+        let prompts: Vec<chat_slack::Prompt> = SUGGESTED_PROMPTS
+            .iter()
+            .map(|(title, message)| chat_slack::Prompt::new(*title, *message))
+            .collect();
+        let thread = chat_core::ThreadRef::new(
+            Platform::SLACK,
+            event.tenant().as_str(),
+            started.channel_id,
+            started.thread_ts,
+        );
+        slack
+            .set_suggested_prompts(&thread, Some("Try echo-bot"), &prompts)
+            .await?;
+        Ok(())
+    }
+
+    /// App Home opened: a Home view with how many messages echo-bot has
+    /// answered in the workspace (`Messages answered: N`), counted in the
+    /// state backend, so every replica shows the same number.
+    pub async fn home(self, ctx: Ctx, event: Event) -> Result<(), BoxError> {
+        if !self.work(&ctx).await {
+            return Ok(());
+        }
+        let Some(opened) = AppHomeOpened::of(&event) else {
+            return Ok(());
+        };
+        let slack = ctx.adapter::<SlackAdapter>().ok_or("not Slack")?;
+        let count = answered(ctx.state().as_ref(), event.platform(), event.tenant()).await?;
+        let card = Card::new()
+            .header("echo-bot")
+            .section(format!("Messages answered: {count}"));
+        slack
+            .publish_home(event.tenant(), &opened.user_id, &card)
+            .await?;
+        Ok(())
+    }
+
+    /// `/echo-later <seconds> <text>`: `<text>` posted by the platform
+    /// itself in the command's channel `<seconds>` from now; the command is
+    /// answered `scheduled: <text> in <seconds>s` (or how to use it).
+    pub async fn later(self, ctx: Ctx, event: Event) -> Result<(), BoxError> {
+        if !self.work(&ctx).await {
+            return Ok(());
+        }
+        let Some((seconds, text)) = later_args(event.text().unwrap_or_default()) else {
+            ctx.reply(Reply::ephemeral(LATER_USAGE));
+            return Ok(());
+        };
+        let at = std::time::SystemTime::now() + Duration::from_secs(seconds);
+        let reply = match ctx.channel(&event.thread.channel).schedule(at, text).await {
+            Ok(_) => format!("scheduled: {text} in {seconds}s"),
+            Err(e) => format!("could not schedule: {e}"),
+        };
+        ctx.reply(Reply::ephemeral(reply));
+        Ok(())
+    }
+}
+
+/// The slash command that schedules a message.
+pub const LATER_COMMAND: &str = "/echo-later";
+/// What `/echo-later` answers when it cannot read its arguments.
+pub const LATER_USAGE: &str = "usage: /echo-later <seconds> <text>";
+
+/// The suggested prompts of an assistant thread: (title, message).
+pub const SUGGESTED_PROMPTS: [(&str, &str); 3] = [
+    ("Echo", "hello"),
+    ("Card", "card: Hello"),
+    ("Stream", "stream: one two three"),
+];
+
+/// `<seconds> <text>`, seconds from 1 to 120 days.
+///
+/// ```
+/// use examples::echo::later_args;
+/// assert_eq!(later_args("30 stand-up"), Some((30, "stand-up")));
+/// assert_eq!(later_args(" 5   lunch  time "), Some((5, "lunch  time")));
+/// assert_eq!(later_args("0 now"), None);
+/// assert_eq!(later_args("soon later"), None);
+/// assert_eq!(later_args("10"), None);
+/// ```
+pub fn later_args(text: &str) -> Option<(u64, &str)> {
+    let (seconds, rest) = text.trim().split_once(char::is_whitespace)?;
+    let seconds: u64 = seconds.parse().ok()?;
+    let rest = rest.trim();
+    ((1..=120 * 24 * 60 * 60).contains(&seconds) && !rest.is_empty()).then_some((seconds, rest))
+}
+
+/// The KV key of a workspace's answered count.
+fn answered_key(platform: Platform, tenant: &TenantId) -> String {
+    format!("echo:answered:{}:{}", platform.as_str(), tenant.as_str())
+}
+
+/// How many messages echo-bot has answered in `tenant`.
+pub async fn answered(
+    kv: &dyn KvStore,
+    platform: Platform,
+    tenant: &TenantId,
+) -> Result<u64, BoxError> {
+    let raw = kv.get(&answered_key(platform, tenant)).await?;
+    Ok(raw
+        .and_then(|b| std::str::from_utf8(&b).ok()?.parse().ok())
+        .unwrap_or(0))
+}
+
+/// Adds `n` to the answered count of `event`'s workspace: a compare-and-set,
+/// so replicas counting at once lose nothing.
+async fn count_answered(kv: &dyn KvStore, event: &Event, n: u64) -> Result<(), BoxError> {
+    let key = answered_key(event.platform(), event.tenant());
+    for _ in 0..32 {
+        let current = kv.get(&key).await?;
+        let value: u64 = current
+            .as_ref()
+            .and_then(|b| std::str::from_utf8(b).ok()?.parse().ok())
+            .unwrap_or(0);
+        let mode = match current {
+            Some(old) => SetMode::IfEquals(old),
+            None => SetMode::IfAbsent,
+        };
+        let next = Bytes::from((value + n).to_string());
+        if kv.set(&key, next, None, mode).await? {
+            return Ok(());
+        }
+    }
+    Err("the answered count kept changing".into())
 }
 
 /// The author's display name from the platform (`user()`), else the name

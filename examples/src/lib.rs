@@ -12,6 +12,7 @@
 //! * [`slack`]: the Slack adapter, in single-token or installation mode, and
 //!   the install flow's routes.
 //! * [`stats`]: outcome counters for `GET /stats`.
+//! * [`notify`]: `POST /notify`, posting outside any webhook.
 //! * [`ledger`]: the outcome ledger, written by echo-bot and read by the demo,
 //!   the tests and the reliability harness.
 //!
@@ -34,6 +35,7 @@ pub mod drive;
 pub mod echo;
 pub mod ledger;
 pub mod linear;
+pub mod notify;
 pub mod slack;
 pub mod stats;
 

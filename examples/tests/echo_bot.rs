@@ -1095,6 +1095,30 @@ async fn echo_delay_ms_delays_every_kind_of_handler() {
         assert_eq!(posts[n].body["text"], *text);
         assert!(sent.elapsed() >= DELAY, "{text} answered before the delay");
     }
+    // Slack's own surfaces too: App Home, the assistant panel, /echo-later.
+    let surfaces: [(&str, Delivery); 3] = [
+        (
+            "views.publish",
+            Delivery::from(slack::deliveries().app_home_opened("EvDelayHome")),
+        ),
+        (
+            "assistant.threads.setSuggestedPrompts",
+            Delivery::from(
+                slack::deliveries().assistant_thread_started("EvDelayAsst", "1700000090.000100"),
+            ),
+        ),
+        (
+            "chat.scheduleMessage",
+            Delivery::slack_command(&slack::slash_command("/echo-later", "60 later", "1.1.dl")),
+        ),
+    ];
+    for (method, delivery) in &surfaces {
+        let sent = tokio::time::Instant::now();
+        assert_eq!(bot.deliver(delivery).await.unwrap().status, 200, "{method}");
+        let calls = fake.wait_for_calls(method, 1, PATIENCE).await;
+        assert_eq!(calls.len(), 1, "{method}: {}", bot.log_tail(20));
+        assert!(sent.elapsed() >= DELAY, "{method} called before the delay");
+    }
     stop(bot).await;
 }
 
@@ -1179,4 +1203,203 @@ async fn an_edited_mention_is_answered_with_its_new_text() {
     assert_eq!(posts[0].body["text"], "edited: hello, fixed");
     assert_eq!(posts[0].body["thread_ts"], ROOT_TS);
     stop(bot).await;
+}
+
+/// In a Slack assistant thread: suggested prompts when it opens, and what
+/// the user asks there (a direct message in the thread) echoed into it.
+#[tokio::test]
+async fn an_assistant_thread_gets_suggested_prompts_and_answers() {
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("assistant")
+        .slack(fake.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    let deliveries = slack::deliveries();
+    let thread_ts = "1700000070.000100";
+    let opened = deliveries.assistant_thread_started("EvAsst1", thread_ts);
+    assert_eq!(
+        bot.deliver(&Delivery::from(opened)).await.unwrap().status,
+        200
+    );
+    let prompts = fake
+        .wait_for_calls("assistant.threads.setSuggestedPrompts", 1, PATIENCE)
+        .await;
+    assert_eq!(prompts.len(), 1, "{}", bot.log_tail(20));
+    assert!(prompts[0].ok, "{:?}", prompts[0].body);
+    assert_eq!(prompts[0].body["channel_id"], deliveries.dm_channel());
+    assert_eq!(prompts[0].body["thread_ts"], thread_ts);
+    let titles: Vec<&str> = prompts[0].body["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["Echo", "Card", "Stream"]);
+
+    let asked = deliveries.assistant_message("EvAsst2", "1700000071.000100", thread_ts, "hello");
+    assert_eq!(
+        bot.deliver(&Delivery::from(asked)).await.unwrap().status,
+        200
+    );
+    let posts = fake.wait_for_calls("chat.postMessage", 1, PATIENCE).await;
+    assert_eq!(posts.len(), 1, "{}", bot.log_tail(20));
+    assert_eq!(posts[0].body["text"], "echo: hello");
+    assert_eq!(posts[0].body["channel"], deliveries.dm_channel());
+    assert_eq!(posts[0].body["thread_ts"], thread_ts);
+    stop(bot).await;
+}
+
+/// App Home: a Home view that counts the messages echo-bot answered.
+#[tokio::test]
+async fn app_home_shows_how_many_messages_were_answered() {
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("app-home")
+        .slack(fake.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    let deliveries = slack::deliveries();
+    let home = |id: &str| Delivery::from(deliveries.app_home_opened(id));
+    let shown = |n: usize| {
+        let fake = fake.clone();
+        async move {
+            let views = fake.wait_for_calls("views.publish", n, PATIENCE).await;
+            assert_eq!(views.len(), n);
+            let view = &views[n - 1].body;
+            assert_eq!(view["user_id"], "U0ADA");
+            assert_eq!(view["view"]["type"], "home");
+            view["view"]["blocks"].to_string()
+        }
+    };
+    assert_eq!(bot.deliver(&home("EvHome1")).await.unwrap().status, 200);
+    assert!(shown(1).await.contains("Messages answered: 0"));
+    for (i, ts) in ["1700000080.000100", "1700000081.000100"]
+        .iter()
+        .enumerate()
+    {
+        let body = slack::app_mention(&format!("EvHomeM{i}"), ts, None, &slack::mentioning("hi"));
+        bot.deliver(&Delivery::slack_event(&body)).await.unwrap();
+    }
+    fake.wait_for_calls("chat.postMessage", 2, PATIENCE).await;
+    bot.wait_for_outcomes("handler-ran", 3, PATIENCE)
+        .await
+        .unwrap();
+    assert_eq!(bot.deliver(&home("EvHome2")).await.unwrap().status, 200);
+    let blocks = shown(2).await;
+    assert!(blocks.contains("Messages answered: 2"), "{blocks}");
+    stop(bot).await;
+}
+
+/// `/echo-later <seconds> <text>`: scheduled with `chat.scheduleMessage` in
+/// the command's channel, and said so; bad arguments get the usage.
+#[tokio::test]
+async fn echo_later_schedules_a_message() {
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("echo-later")
+        .slack(fake.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    let before = drive::now_secs();
+    let form = slack::slash_command("/echo-later", "30 stand-up time", "1.1.later");
+    let answer = bot.deliver(&Delivery::slack_command(&form)).await.unwrap();
+    assert_eq!(answer.status, 200);
+    let json: Value = serde_json::from_str(&answer.body).unwrap();
+    assert_eq!(json["text"], "scheduled: stand-up time in 30s");
+    assert_eq!(json["response_type"], "ephemeral");
+    let scheduled = fake.scheduled();
+    assert_eq!(scheduled.len(), 1, "{}", bot.log_tail(20));
+    assert_eq!(scheduled[0]["text"], "stand-up time");
+    assert_eq!(scheduled[0]["channel"], slack::CHANNEL);
+    let at = scheduled[0]["post_at"].as_u64().unwrap();
+    assert!((before + 30..=drive::now_secs() + 30).contains(&at), "{at}");
+
+    let bad = slack::slash_command("/echo-later", "soon please", "1.1.bad");
+    let answer = bot.deliver(&Delivery::slack_command(&bad)).await.unwrap();
+    let json: Value = serde_json::from_str(&answer.body).unwrap();
+    assert_eq!(json["text"], "usage: /echo-later <seconds> <text>");
+    assert_eq!(fake.scheduled().len(), 1);
+    stop(bot).await;
+}
+
+/// `POST /notify`: behind NOTIFY_TOKEN, posts proactively, once per key.
+#[tokio::test]
+async fn notify_posts_proactively_once_per_key() {
+    const TOKEN: &str = "notify-token-0123456789";
+    let fake = FakeSlack::start().await;
+    let bot = echo_bot("notify")
+        .slack(fake.base_url())
+        .env("NOTIFY_TOKEN", TOKEN)
+        .spawn()
+        .await
+        .unwrap();
+    let notify = |auth: Option<&str>, body: &Value, key: Option<&str>| {
+        let mut d =
+            Delivery::unsigned("/notify", "application/json", body.to_string().into_bytes());
+        if let Some(auth) = auth {
+            d = d.header("authorization", auth);
+        }
+        if let Some(key) = key {
+            d = d.header("idempotency-key", key);
+        }
+        d
+    };
+    let body = json!({
+        "platform": "slack", "tenant": "T0001", "channel": slack::CHANNEL,
+        "text": "the nightly build passed", "key": "nightly-2026-12-06",
+    });
+    for auth in [None, Some("Bearer wrong-token-xxxxxxxxxx"), Some(TOKEN)] {
+        let answer = bot.deliver(&notify(auth, &body, None)).await.unwrap();
+        assert_eq!(answer.status, 401, "{auth:?}");
+    }
+    let bearer = format!("Bearer {TOKEN}");
+    let first = bot
+        .deliver(&notify(Some(&bearer), &body, None))
+        .await
+        .unwrap();
+    assert_eq!(first.status, 200, "{}", first.body);
+    let first: Value = serde_json::from_str(&first.body).unwrap();
+    let again = bot
+        .deliver(&notify(Some(&bearer), &body, None))
+        .await
+        .unwrap();
+    let again: Value = serde_json::from_str(&again.body).unwrap();
+    assert_eq!(first["id"], again["id"]);
+    let posts = fake.calls_of("chat.postMessage");
+    assert_eq!(posts.len(), 1, "one post per key: {posts:?}");
+    assert_eq!(posts[0].body["channel"], slack::CHANNEL);
+    assert_eq!(posts[0].body["text"], "the nightly build passed");
+    assert!(posts[0].body.get("thread_ts").is_none());
+    // The key in a header, and another key: another post.
+    let mut headed = body.clone();
+    headed.as_object_mut().unwrap().remove("key");
+    for _ in 0..2 {
+        let answer = bot
+            .deliver(&notify(Some(&bearer), &headed, Some("deploy-7")))
+            .await
+            .unwrap();
+        assert_eq!(answer.status, 200);
+    }
+    assert_eq!(fake.calls_of("chat.postMessage").len(), 2);
+    // Not a notification.
+    let bad = bot
+        .deliver(&notify(Some(&bearer), &json!({"platform": "slack"}), None))
+        .await
+        .unwrap();
+    assert_eq!(bad.status, 400);
+    stop(bot).await;
+
+    // Without NOTIFY_TOKEN there is no /notify.
+    let plain = echo_bot("notify-off")
+        .slack(fake.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    let answer = plain
+        .deliver(&notify(Some(&bearer), &body, None))
+        .await
+        .unwrap();
+    assert_eq!(answer.status, 404);
+    stop(plain).await;
 }

@@ -32,6 +32,7 @@ struct App {
     bot: Bot,
     stats: Arc<Stats>,
     metrics: PrometheusHandle,
+    notify_token: Option<Arc<str>>,
 }
 
 #[tokio::main]
@@ -81,6 +82,16 @@ async fn main() -> Result<(), BoxError> {
         .on_modal_submit(Some(echo::FORM_CALLBACK), move |ctx, event| {
             echo.form_submit(ctx, event)
         })
+        .on_slash_command(echo::LATER_COMMAND, move |ctx, event| {
+            echo.later(ctx, event)
+        })
+        .on(
+            chat_slack::routes::assistant_thread_started(),
+            move |ctx, event| echo.assistant_started(ctx, event),
+        )
+        .on(chat_slack::routes::app_home_opened(), move |ctx, event| {
+            echo.home(ctx, event)
+        })
         .on_any_slash_command(move |ctx, event| echo.command(ctx, event));
 
     let mut routes = Router::new();
@@ -112,6 +123,7 @@ async fn main() -> Result<(), BoxError> {
         bot: bot.clone(),
         stats,
         metrics,
+        notify_token: args.notify_token.as_deref().map(Arc::from),
     };
     if let Some(token) = &args.inspect_token {
         let inspector = chat_ops::Inspector::builder(bot.clone(), token.clone())
@@ -119,6 +131,10 @@ async fn main() -> Result<(), BoxError> {
             .build()?;
         routes = routes.nest_service("/inspect", inspector);
         tracing::info!(path = "/inspect", "inspector mounted (INSPECT_TOKEN)");
+    }
+    if args.notify_token.is_some() {
+        routes = routes.route("/notify", post(notify));
+        tracing::info!(path = "/notify", "proactive posting mounted (NOTIFY_TOKEN)");
     }
     let routes = routes
         .route("/healthz", get(healthz))
@@ -226,6 +242,39 @@ async fn metrics_text(State(app): State<App>) -> impl IntoResponse {
         )],
         app.metrics.render(),
     )
+}
+
+/// `POST /notify`: posts `text` into a conversation outside any webhook,
+/// once per idempotency key (see `--help`).
+async fn notify(
+    State(app): State<App>,
+    headers: axum::http::HeaderMap,
+    body: bytes::Bytes,
+) -> axum::response::Response {
+    let Some(token) = app.notify_token.as_deref() else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let bearer = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if !examples::notify::token_matches(bearer, token) {
+        return (StatusCode::UNAUTHORIZED, "unauthorized").into_response();
+    }
+    let header_key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    match examples::notify::post(&app.bot, &body, header_key).await {
+        Ok(sent) => Json(sent).into_response(),
+        Err(examples::notify::NotifyError::BadRequest(why)) => {
+            (StatusCode::BAD_REQUEST, why).into_response()
+        }
+        Err(examples::notify::NotifyError::Platform(e)) => {
+            (StatusCode::BAD_GATEWAY, e.to_string()).into_response()
+        }
+    }
 }
 
 async fn not_found() -> StatusCode {
