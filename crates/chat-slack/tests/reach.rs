@@ -496,3 +496,39 @@ async fn several_files_go_out_as_one_message_and_users_have_faces() {
     );
     assert_eq!(user.mention(), "<@U0HUMAN>");
 }
+
+#[tokio::test]
+async fn mentions_are_resolved_to_names_where_the_user_is_known() {
+    let fake = FakeSlack::start().await;
+    fake.add_user(json!({
+        "id": "U0HUMAN", "name": "ada", "profile": { "display_name": "Ada" },
+    }));
+    let bot = outside(&fake, Arc::new(MemoryState::new()));
+    let thread = bot
+        .thread(&ThreadRef::new(Platform::SLACK, TEAM, CHANNEL, "1700000000.000100"))
+        .unwrap();
+    let message = chat_core::Message::new(
+        "1700000000.000200",
+        chat_core::Author::new("U0OTHER"),
+        "@U0HUMAN meet @U0GONE, not @U0HUMANS",
+    )
+    .with_markdown("**@U0HUMAN** meet @U0GONE")
+    .with_mentions(vec![
+        chat_core::Mention::new("U0HUMAN"),
+        chat_core::Mention::new("U0GONE"),
+    ]);
+    let named = thread.resolve_mentions(&message).await;
+    assert_eq!(named.text, "@Ada meet @U0GONE, not @U0HUMANS");
+    assert_eq!(named.markdown, "**@Ada** meet @U0GONE");
+    assert_eq!(named.mentions[0].name.as_deref(), Some("Ada"));
+    assert_eq!(named.mentions[1].name, None);
+    // Looked up once; the second time comes from the cache.
+    thread.resolve_mentions(&message).await;
+    assert_eq!(
+        fake.calls_of("users.info")
+            .iter()
+            .filter(|c| c.body["user"] == "U0HUMAN")
+            .count(),
+        1
+    );
+}

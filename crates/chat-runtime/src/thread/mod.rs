@@ -363,6 +363,29 @@ impl Thread {
         }
     }
 
+    /// `message` with the users it mentions named: each mention the
+    /// platform sent without a name (Slack's `<@U1>`, read as `@U1`) looked
+    /// up ([`user`](Self::user), cached) and written as `@display name` in
+    /// the plain text and the Markdown, its [`Mention::name`](chat_core::Mention::name)
+    /// set. A user who cannot be looked up keeps their id; a platform
+    /// without user lookups changes nothing.
+    pub async fn resolve_mentions(&self, message: &chat_core::Message) -> chat_core::Message {
+        let mut named = message.clone();
+        if !self.supports(Capability::Users) {
+            return named;
+        }
+        for mention in named.mentions.iter_mut().filter(|m| m.name.is_none()) {
+            let Ok(user) = self.user(&mention.user_id).await else {
+                continue;
+            };
+            let (id, name) = (format!("@{}", mention.user_id), format!("@{}", user.display_name));
+            named.text = replace_token(&named.text, &id, &name);
+            named.markdown = replace_token(&named.markdown, &id, &name);
+            mention.name = Some(user.display_name);
+        }
+        named
+    }
+
     /// Schedules `message` to be posted in the thread at `at` by the
     /// platform itself (Slack `chat.scheduleMessage`: at most 120 days
     /// ahead); keep the answer to cancel it.
@@ -549,6 +572,25 @@ impl Thread {
             .as_modals()
             .ok_or(Capability::Modals.unsupported())
     }
+}
+
+/// `text` with every `token` that stands alone (not followed by a letter,
+/// a digit or `_`: `@U1` but not `@U12`) replaced by `with`.
+fn replace_token(text: &str, token: &str, with: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(token) {
+        let after = &rest[at + token.len()..];
+        let whole = after
+            .chars()
+            .next()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        out.push_str(&rest[..at]);
+        out.push_str(if whole { with } else { token });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// How [`Thread::post_ephemeral_or_dm`] reached its user.
