@@ -264,4 +264,19 @@ mod tests {
         assert!(!mentions("@helper", &[]));
         assert!(!mentions("/profiles/helper2", &h));
     }
+
+    proptest::proptest! {
+        /// Any body — Markdown, URLs, brackets, multi-byte text — reads
+        /// without a panic, and what it finds is in the body.
+        #[test]
+        fn any_body_reads(body in "([a-z@/:.\\[\\]()!*_`#<> \n]|é|✓|https://uploads.linear.app/|https://linear.app/o/profiles/){0,40}") {
+            let r = read(&body, &["helper".to_owned()]);
+            for link in &r.links {
+                proptest::prop_assert!(body.contains(link.url.as_str()));
+            }
+            for file in &r.attachments {
+                proptest::prop_assert!(body.contains(file.source.as_str()));
+            }
+        }
+    }
 }

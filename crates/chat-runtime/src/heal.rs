@@ -303,9 +303,25 @@ mod tests {
     fn every_prefix_of_an_answer_heals_without_panicking() {
         let answer = "# Title\n\nSome **bold**, *it*, `code`, ~~gone~~ and a [link](https://x.example/a_b).\n\n```rust\nfn main() { println!(\"*\"); }\n```\n\n* item _one_\n* item __two__\n\nDone — ünïcödé ✓";
         for (i, _) in answer.char_indices() {
-            let healed = heal(&answer[..i]);
-            assert!(healed.len() + 8 >= i / 2, "{i}");
+            let cut = &answer[..i];
+            let healed = heal(cut);
+            if !cut.contains('[') {
+                assert!(healed.starts_with(cut), "{cut:?} → {healed:?}");
+            }
         }
         assert_eq!(heal(answer), answer);
+    }
+
+    proptest::proptest! {
+        /// Any text heals without a panic; without a link, healing only
+        /// appends closers.
+        #[test]
+        fn any_prefix_heals(text in "([a-z *_~`\\[\\]()\n]|é|✓|https://x.example/){0,60}") {
+            let healed = heal(&text);
+            if !text.contains('[') {
+                proptest::prop_assert!(healed.starts_with(&text), "{text:?} → {healed:?}");
+            }
+            proptest::prop_assert!(healed.len() <= text.len() + 16, "{text:?} → {healed:?}");
+        }
     }
 }

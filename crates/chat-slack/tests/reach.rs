@@ -505,7 +505,12 @@ async fn mentions_are_resolved_to_names_where_the_user_is_known() {
     }));
     let bot = outside(&fake, Arc::new(MemoryState::new()));
     let thread = bot
-        .thread(&ThreadRef::new(Platform::SLACK, TEAM, CHANNEL, "1700000000.000100"))
+        .thread(&ThreadRef::new(
+            Platform::SLACK,
+            TEAM,
+            CHANNEL,
+            "1700000000.000100",
+        ))
         .unwrap();
     let message = chat_core::Message::new(
         "1700000000.000200",

@@ -378,7 +378,10 @@ impl Thread {
             let Ok(user) = self.user(&mention.user_id).await else {
                 continue;
             };
-            let (id, name) = (format!("@{}", mention.user_id), format!("@{}", user.display_name));
+            let (id, name) = (
+                format!("@{}", mention.user_id),
+                format!("@{}", user.display_name),
+            );
             named.text = replace_token(&named.text, &id, &name);
             named.markdown = replace_token(&named.markdown, &id, &name);
             mention.name = Some(user.display_name);
