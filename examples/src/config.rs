@@ -25,7 +25,7 @@ use clap::{Parser, ValueEnum};
 /// `form: <value>` to the command's channel; a reaction added to a message is
 /// answered `reaction: <emoji>` in its thread. In a Slack assistant thread
 /// it sets suggested prompts and echoes what is asked; its App Home shows
-/// `Messages answered: N`. `/echo-later <seconds> <text>` schedules `<text>`
+/// `Messages answered: N` (by this process, in the workspace). `/echo-later <seconds> <text>` schedules `<text>`
 /// in the command's channel. With NOTIFY_TOKEN set, `POST /notify`
 /// (`Authorization: Bearer <NOTIFY_TOKEN>`, a JSON body `{"platform",
 /// "tenant", "channel", "thread"?, "text", "key"?}`, or the key in an

@@ -3,10 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use chat_core::card::{Button, Card};
 use chat_core::view::{Input, ModalAnswer, View};
-use chat_core::{KvStore, Platform, Reply, SetMode, TenantId};
+use chat_core::{Platform, Reply, TenantId};
 use chat_runtime::{BoxError, Ctx, Event, EventKind};
 use chat_slack::SlackAdapter;
 use chat_slack::events::{AppHomeOpened, AssistantThread};
@@ -196,9 +195,8 @@ impl Echo {
                 thread.post(echo_text(&event, ctx.skipped())).await?;
             }
         }
-        let answered = 1 + ctx.skipped().len() as u64;
-        if let Err(e) = count_answered(ctx.state().as_ref(), &event, answered).await {
-            tracing::debug!(error = %e, "counting an answer failed");
+        if let Some(answered) = ctx.data::<Answered>() {
+            answered.add(&event, 1 + ctx.skipped().len() as u64);
         }
         Ok(())
     }
@@ -341,9 +339,9 @@ impl Echo {
         Ok(())
     }
 
-    /// App Home opened: a Home view with how many messages echo-bot has
-    /// answered in the workspace (`Messages answered: N`), counted in the
-    /// state backend, so every replica shows the same number.
+    /// App Home opened: a Home view with how many messages this echo-bot
+    /// has answered in the workspace since it started (`Messages answered:
+    /// N`).
     pub async fn home(self, ctx: Ctx, event: Event) -> Result<(), BoxError> {
         if !self.work(&ctx).await {
             return Ok(());
@@ -352,7 +350,7 @@ impl Echo {
             return Ok(());
         };
         let slack = ctx.adapter::<SlackAdapter>().ok_or("not Slack")?;
-        let count = answered(ctx.state().as_ref(), event.platform(), event.tenant()).await?;
+        let count = ctx.data::<Answered>().map_or(0, |a| a.of(&event));
         let card = Card::new()
             .header("echo-bot")
             .section(format!("Messages answered: {count}"));
@@ -412,43 +410,36 @@ pub fn later_args(text: &str) -> Option<(u64, &str)> {
     ((1..=120 * 24 * 60 * 60).contains(&seconds) && !rest.is_empty()).then_some((seconds, rest))
 }
 
-/// The KV key of a workspace's answered count.
-fn answered_key(platform: Platform, tenant: &TenantId) -> String {
-    format!("echo:answered:{}:{}", platform.as_str(), tenant.as_str())
+/// How many messages echo-bot answered, per workspace, since it started:
+/// registered with `BotBuilder::data`, counted by every conversation turn
+/// (an answer to several skipped messages counts each), shown on App Home.
+/// Kept in the process: counting in the shared state backend would cost
+/// every answer a compare-and-set on one key per workspace.
+#[derive(Debug, Default)]
+pub struct Answered {
+    counts: std::sync::Mutex<std::collections::HashMap<(Platform, TenantId), u64>>,
 }
 
-/// How many messages echo-bot has answered in `tenant`.
-pub async fn answered(
-    kv: &dyn KvStore,
-    platform: Platform,
-    tenant: &TenantId,
-) -> Result<u64, BoxError> {
-    let raw = kv.get(&answered_key(platform, tenant)).await?;
-    Ok(raw
-        .and_then(|b| std::str::from_utf8(&b).ok()?.parse().ok())
-        .unwrap_or(0))
-}
-
-/// Adds `n` to the answered count of `event`'s workspace: a compare-and-set,
-/// so replicas counting at once lose nothing.
-async fn count_answered(kv: &dyn KvStore, event: &Event, n: u64) -> Result<(), BoxError> {
-    let key = answered_key(event.platform(), event.tenant());
-    for _ in 0..32 {
-        let current = kv.get(&key).await?;
-        let value: u64 = current
-            .as_ref()
-            .and_then(|b| std::str::from_utf8(b).ok()?.parse().ok())
-            .unwrap_or(0);
-        let mode = match current {
-            Some(old) => SetMode::IfEquals(old),
-            None => SetMode::IfAbsent,
-        };
-        let next = Bytes::from((value + n).to_string());
-        if kv.set(&key, next, None, mode).await? {
-            return Ok(());
-        }
+impl Answered {
+    fn add(&self, event: &Event, n: u64) {
+        let mut counts = self
+            .counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *counts
+            .entry((event.platform(), event.tenant().clone()))
+            .or_default() += n;
     }
-    Err("the answered count kept changing".into())
+
+    /// The count of `event`'s workspace.
+    pub fn of(&self, event: &Event) -> u64 {
+        self.counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&(event.platform(), event.tenant().clone()))
+            .copied()
+            .unwrap_or(0)
+    }
 }
 
 /// The author's display name from the platform (`user()`), else the name

@@ -1,6 +1,6 @@
 //! Slack's own event kinds, typed: what a handler registered on a
 //! [`routes`](crate::routes) route reads from its event
-//! ([`EventKind::Other`](chat_core::EventKind::Other), whose data is Slack's
+//! ([`EventKind::Other`], whose data is Slack's
 //! payload). Each `of` answers `None` for an event of another kind.
 //!
 //! ```

@@ -61,6 +61,7 @@ async fn main() -> Result<(), BoxError> {
     let mut builder = Bot::builder()
         .state_arc(Arc::clone(&state))
         .options(args.runtime_options())
+        .data(echo::Answered::default())
         .observer(move |r: &OutcomeRecord| {
             observed.record(r);
             if let Some(l) = &ledger {
