@@ -139,6 +139,17 @@ pub enum AdapterError {
     /// arrived before it stays posted.
     #[error("the streamed answer's source failed")]
     Source(#[source] BoxError),
+    /// The platform lets the bot write to this user only within a window
+    /// after the user's last message (WhatsApp's 24-hour customer-service
+    /// window), and it has closed: the platform's way out (a WhatsApp
+    /// template message) is a typed call of its adapter.
+    #[error(
+        "the conversation's reply window ({window:?} after the user's last message) has closed"
+    )]
+    WindowClosed {
+        /// How long the window stays open after the user's last message.
+        window: Duration,
+    },
     /// A call with the same idempotency key is in progress elsewhere and did
     /// not finish in time; retrying later returns its result.
     #[error("a post with this idempotency key is still in progress")]

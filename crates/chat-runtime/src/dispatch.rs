@@ -136,10 +136,46 @@ async fn deliver(
             return respond(answer, adapter, None, &Verdict::Ignored);
         }
         Ok(Inbound::Event(event)) => event,
+        Ok(Inbound::Events(events)) => {
+            // In order: a batch's messages are turns of their conversations.
+            let mut worst = None;
+            let mut last = None;
+            for event in events {
+                let (event, verdict) =
+                    deliver_event(shared, adapter, Box::new(event), answer).await;
+                last = event.or(last);
+                worst = Some(match worst {
+                    Some(w) => worse(w, verdict),
+                    None => verdict,
+                });
+            }
+            let verdict = worst.unwrap_or(Verdict::Ignored);
+            return respond(answer, adapter, last.as_deref(), &verdict);
+        }
         Ok(_) => return respond(answer, adapter, None, &Verdict::Ignored),
     };
     let (event, verdict) = deliver_event(shared, adapter, event, answer).await;
     respond(answer, adapter, event.as_deref(), &verdict)
+}
+
+/// The verdict a batch of events is answered with: the one that most needs
+/// the platform to send it again — failed, then at capacity, then still
+/// running — else accepted, then duplicate, then ignored. Deduplication makes
+/// what already ran a duplicate of the retry.
+fn worse(a: Verdict, b: Verdict) -> Verdict {
+    fn rank(v: &Verdict) -> u8 {
+        match v {
+            Verdict::Rejected(_) => 7,
+            Verdict::Failed => 6,
+            Verdict::AtCapacity => 5,
+            Verdict::Working => 4,
+            Verdict::Reply(_) => 3,
+            Verdict::Accepted => 2,
+            Verdict::Duplicate => 1,
+            _ => 0,
+        }
+    }
+    if rank(&b) > rank(&a) { b } else { a }
 }
 
 /// An event, however it came in (a webhook, a socket feed): resolved,
@@ -252,7 +288,7 @@ pub(crate) fn scope_of(shared: &Shared, adapter: &dyn PlatformAdapter, event: &E
             ScopeChoice::Channel => event.thread.channel_scope(),
             ScopeChoice::Thread => event.thread.thread_scope(),
         },
-        _ => adapter.lock_scope().scope_of(&event.thread),
+        _ => adapter.lock_scope_of(event).scope_of(&event.thread),
     }
 }
 

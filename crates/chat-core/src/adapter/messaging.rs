@@ -39,6 +39,13 @@ pub trait Messaging: Send + Sync + 'static {
     /// Adds a reaction (emoji name without colons).
     async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError>;
 
+    /// Whether [`edit`](Self::edit) works on this platform. Without it
+    /// (WhatsApp), the runtime never streams by editing: a streamed answer
+    /// is posted once, whole. Default: `true`.
+    fn can_edit(&self) -> bool {
+        true
+    }
+
     /// The text that mentions user `user_id` in a message on this platform,
     /// when the id alone says it (Slack `<@U1>`). Default: `None` — the
     /// runtime then looks the user up ([`UserInfo::mention`](crate::UserInfo::mention)).

@@ -16,6 +16,13 @@ use crate::reply::Reply;
 pub enum Inbound {
     /// An event for the runtime to admit and dispatch.
     Event(Box<Event>),
+    /// Several events in one delivery (a platform that batches, as
+    /// WhatsApp's webhooks do): each resolved, routed, admitted and run as
+    /// if it had come alone, in order. The delivery is answered as its
+    /// worst verdict — failed, then at capacity, then still running, then
+    /// accepted — so a platform retries a batch any of whose events it must
+    /// send again, and deduplication makes the rest of the retry duplicates.
+    Events(Vec<Event>),
     /// A delivery that needs no handler and has a fixed answer
     /// (Slack `url_verification`, `ssl_check`).
     Response(http::Response<Bytes>),
@@ -160,6 +167,16 @@ pub trait Webhook: Send + Sync + 'static {
     /// The default lock scope for this platform's events.
     fn lock_scope(&self) -> DefaultLockScope {
         DefaultLockScope::Thread
+    }
+
+    /// The default lock scope of one event, for a platform whose
+    /// conversations are channels in some places and threads in others
+    /// (Telegram: a private chat or group is one conversation, a forum
+    /// topic another). The runtime asks it when its `leases.scope` option
+    /// leaves the choice to the adapter. Default: [`lock_scope`](Self::lock_scope).
+    fn lock_scope_of(&self, event: &Event) -> DefaultLockScope {
+        let _ = event;
+        self.lock_scope()
     }
 
     /// Checks the delivery's signature over the raw body.

@@ -85,7 +85,9 @@ impl Thread {
     /// stream expiry; Linear agent sessions: ephemeral thoughts, then one
     /// final response); elsewhere, or when the platform refuses to stream,
     /// by one post of the first piece and throttled edits of the whole text,
-    /// each after the previous one completed, and a final edit. Every
+    /// each after the previous one completed, and a final edit; where the
+    /// platform cannot edit (`Messaging::can_edit`), by one post of the whole
+    /// answer once it is complete. Every
     /// intermediate render is healed Markdown ([`heal_markdown`]: an
     /// unclosed `**`, code fence or link is closed), the final one is the
     /// text as it came. Rate limits are waited out within the run's deadline.
@@ -131,6 +133,9 @@ impl Thread {
                 ));
             }
         };
+        if !self.adapter.can_edit() {
+            return self.stream_whole(first, pieces).await;
+        }
         let Some(streams) = self.adapter.as_streams() else {
             return self.stream_by_edits(first, pieces, interval).await;
         };
@@ -201,6 +206,27 @@ impl Thread {
                 message: stream,
             }),
         }
+    }
+
+    /// A platform that cannot edit (WhatsApp): the whole answer, posted once
+    /// it is complete; a failed source posts what arrived, healed.
+    async fn stream_whole(
+        &self,
+        first: String,
+        mut pieces: Pieces<'_>,
+    ) -> Result<SentMessage, AdapterError> {
+        let mut full = first;
+        while let Some(piece) = pieces.next().await {
+            match piece {
+                Ok(piece) => full.push_str(&piece),
+                Err(e) => {
+                    self.post(OutboundMessage::markdown(heal_markdown(&full)))
+                        .await?;
+                    return Err(AdapterError::Source(e));
+                }
+            }
+        }
+        self.post(OutboundMessage::markdown(full)).await
     }
 
     /// The fallback: one post, then edits of the whole text at most every
