@@ -339,6 +339,95 @@ pub struct SelectOption {
 }
 
 impl Card {
+    /// The card as CommonMark, blocks separated by a blank line — what a
+    /// platform without rich layout shows (Linear, Telegram, WhatsApp, a
+    /// GitHub comment): a header as a `###` heading, sections and context as
+    /// they are, fields as `**label:** value` lines, an image as an image
+    /// link under its title, a divider as `---`, a table as a Markdown
+    /// table, a raw block as its fallback. Each row of actions is what
+    /// `actions` makes of it (`None` leaves it out): a platform with buttons
+    /// of its own renders them apart, one without shows
+    /// [`link_buttons`](Self::link_buttons).
+    ///
+    /// ```
+    /// use chat_core::card::{Button, Card, Field};
+    /// let card = Card::new()
+    ///     .header("Deploy")
+    ///     .fields([Field::new("Version", "1.2")])
+    ///     .actions([Button::link("Open", "https://e.x").into(), Button::new("undo", "Undo").into()]);
+    /// assert_eq!(
+    ///     card.to_markdown(Card::link_buttons),
+    ///     "### Deploy\n\n**Version:** 1.2\n\n[Open](https://e.x)"
+    /// );
+    /// assert_eq!(card.to_markdown(|_| None), "### Deploy\n\n**Version:** 1.2");
+    /// ```
+    pub fn to_markdown(&self, actions: impl Fn(&[ActionElement]) -> Option<String>) -> String {
+        let mut blocks: Vec<String> = Vec::new();
+        for element in &self.elements {
+            match element {
+                Element::Header { text } => blocks.push(format!("### {}", one_line(text))),
+                Element::Section { text } | Element::Context { text } => {
+                    blocks.push(text.clone());
+                }
+                Element::Fields { fields } => blocks.push(
+                    fields
+                        .iter()
+                        .map(|f| format!("**{}:** {}", one_line(&f.label), f.value))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
+                Element::Image(image) => {
+                    let mut block = String::new();
+                    if let Some(title) = &image.title {
+                        block.push_str(&format!("**{}**\n", one_line(title)));
+                    }
+                    block.push_str(&format!("![{}]({})", one_line(&image.alt), image.url));
+                    blocks.push(block);
+                }
+                Element::Divider => blocks.push("---".to_owned()),
+                Element::Actions { elements } => blocks.extend(actions(elements)),
+                Element::Table(table) => {
+                    let row = |cells: &[String], width: usize| {
+                        let mut cells: Vec<String> = cells.iter().map(|c| cell(c)).collect();
+                        cells.resize(width, String::new());
+                        format!("| {} |", cells.join(" | "))
+                    };
+                    let width = table.headers.len();
+                    let mut lines = vec![
+                        row(&table.headers, width),
+                        format!("|{}|", vec![" --- "; width].join("|")),
+                    ];
+                    lines.extend(table.rows.iter().map(|r| row(r, width.max(r.len()))));
+                    blocks.push(lines.join("\n"));
+                }
+                Element::Raw { fallback, .. } => {
+                    if !fallback.is_empty() {
+                        blocks.push(fallback.clone());
+                    }
+                }
+            }
+        }
+        blocks.join("\n\n")
+    }
+
+    /// The link buttons of a row of actions as Markdown links joined by
+    /// ` · ` (`None` when it has none): what a platform without buttons can
+    /// show of them.
+    pub fn link_buttons(elements: &[ActionElement]) -> Option<String> {
+        let links: Vec<String> = elements
+            .iter()
+            .filter_map(|e| match e {
+                ActionElement::Button(Button {
+                    url: Some(url),
+                    text,
+                    ..
+                }) => Some(format!("[{}]({url})", one_line(text))),
+                _ => None,
+            })
+            .collect();
+        (!links.is_empty()).then(|| links.join(" · "))
+    }
+
     /// An empty card.
     pub fn new() -> Self {
         Self::default()
@@ -524,4 +613,14 @@ mod tests {
         assert_eq!(back, card);
         Ok(())
     }
+}
+
+/// Text that must stay on one line (a heading, a label, a link text).
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A Markdown table cell: one line, its pipes escaped.
+fn cell(text: &str) -> String {
+    one_line(text).replace('|', "\\|")
 }

@@ -85,10 +85,10 @@ pub async fn call<P: RetryPolicy>(
                     .checked_add(wait)
                     .is_none_or(|until| until > deadline);
                 if retries >= options.max_retries || outlasts {
-                    tracing::debug!(uri = %request.uri(), retry_after = ?wait, "rate limited; giving up");
+                    tracing::debug!(host = request.uri().host().unwrap_or_default(), retry_after = ?wait, "rate limited; giving up");
                     return Err(AdapterError::RateLimited { retry_after: wait });
                 }
-                tracing::debug!(uri = %request.uri(), retry_after = ?wait, "rate limited; waiting");
+                tracing::debug!(host = request.uri().host().unwrap_or_default(), retry_after = ?wait, "rate limited; waiting");
                 tokio::time::sleep(wait).await;
                 retries += 1;
             }

@@ -18,89 +18,35 @@
 //! );
 //! ```
 
-use chat_core::card::{ActionElement, Card, Element};
+use chat_core::card::{ActionElement, Card};
 
-/// Renders a card as Linear Markdown (blocks separated by a blank line).
+/// Renders a card as Linear Markdown (blocks separated by a blank line):
+/// the card's own Markdown, with each row of actions as its link buttons and
+/// a note naming what Linear cannot show.
 pub fn render(card: &Card) -> String {
-    let mut blocks: Vec<String> = Vec::new();
-    for element in card.elements() {
-        match element {
-            Element::Header { text } => blocks.push(format!("### {}", one_line(text))),
-            Element::Section { text } | Element::Context { text } => blocks.push(text.clone()),
-            Element::Fields { fields } => blocks.push(
-                fields
-                    .iter()
-                    .map(|f| format!("**{}:** {}", one_line(&f.label), f.value))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-            Element::Image(image) => {
-                let mut block = String::new();
-                if let Some(title) = &image.title {
-                    block.push_str(&format!("**{}**\n", one_line(title)));
-                }
-                block.push_str(&format!("![{}]({})", one_line(&image.alt), image.url));
-                blocks.push(block);
-            }
-            Element::Divider => blocks.push("---".to_owned()),
-            Element::Actions { elements } => {
-                let mut links = Vec::new();
-                let mut omitted = Vec::new();
-                for e in elements {
-                    match e {
-                        ActionElement::Button(b) => match &b.url {
-                            Some(url) => links.push(format!("[{}]({url})", one_line(&b.text))),
-                            None => omitted.push(one_line(&b.text)),
-                        },
-                        ActionElement::Select(s) => omitted.push(one_line(&s.placeholder)),
-                        _ => {}
-                    }
-                }
-                if !links.is_empty() {
-                    blocks.push(links.join(" · "));
-                }
-                if !omitted.is_empty() {
-                    blocks.push(format!("_Not shown on Linear: {}_", omitted.join(", ")));
-                }
-            }
-            Element::Table(table) => {
-                let row = |cells: &[String], width: usize| {
-                    let mut cells: Vec<String> = cells.iter().map(|c| cell(c)).collect();
-                    cells.resize(width, String::new());
-                    format!("| {} |", cells.join(" | "))
-                };
-                let width = table.headers.len();
-                let mut lines = vec![
-                    row(&table.headers, width),
-                    format!("|{}|", vec![" --- "; width].join("|")),
-                ];
-                lines.extend(table.rows.iter().map(|r| row(r, width.max(r.len()))));
-                blocks.push(lines.join("\n"));
-            }
-            Element::Raw { fallback, .. } => {
-                if !fallback.is_empty() {
-                    blocks.push(fallback.clone());
-                }
-            }
-            other => {
-                let text = Card::new().push(other.clone()).fallback_text();
-                if !text.is_empty() {
-                    blocks.push(text);
-                }
-            }
+    card.to_markdown(|elements| {
+        let mut blocks = Vec::new();
+        if let Some(links) = Card::link_buttons(elements) {
+            blocks.push(links);
         }
-    }
-    blocks.join("\n\n")
+        let omitted: Vec<String> = elements
+            .iter()
+            .filter_map(|e| match e {
+                ActionElement::Button(b) if b.url.is_none() => Some(one_line(&b.text)),
+                ActionElement::Select(s) => Some(one_line(&s.placeholder)),
+                _ => None,
+            })
+            .collect();
+        if !omitted.is_empty() {
+            blocks.push(format!("_Not shown on Linear: {}_", omitted.join(", ")));
+        }
+        (!blocks.is_empty()).then(|| blocks.join("\n\n"))
+    })
 }
 
-/// Text that must stay on one line (a heading, a label, a link text).
+/// Text that must stay on one line (a label).
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// A table cell: one line, its pipes escaped.
-fn cell(text: &str) -> String {
-    one_line(text).replace('|', "\\|")
 }
 
 #[cfg(test)]

@@ -53,6 +53,7 @@ pub mod events;
 mod fake_linear;
 mod fake_oauth;
 mod fake_slack;
+mod fake_telegram;
 mod faulty;
 mod flaky_installations;
 mod harness;
@@ -69,6 +70,7 @@ pub use fake_oauth::{
     FakeLinearOAuth, FakeSlackOAuth, LinearOrganization, SlackWorkspace, TokenRequest,
 };
 pub use fake_slack::{FakeSlack, RetryAfter, SlackApi, SlackCall, SlackReply};
+pub use fake_telegram::{FakeTelegram, TelegramApi, TelegramCall, TelegramReply};
 pub use faulty::{Fault, Faults, FaultyState, Op};
 pub use flaky_installations::FlakyInstallations;
 pub use harness::{

@@ -6,7 +6,9 @@
 //! * [`SlackDeliveries`]: Events API callbacks (`app_mention`, `message`, any
 //!   event), retries, slash commands, `block_actions`, `view_submission`.
 //! * [`LinearDeliveries`]: agent-session events (`created`, `prompted`, a stop
-//!   request) and any other webhook body.
+//!   request), comments, reactions and any other webhook body.
+//! * [`TelegramDeliveries`]: updates (messages, topics, edits, documents,
+//!   button clicks, reactions) with the webhook's secret token.
 //!
 //! The default identities match the fakes: Slack's team and bot user are
 //! [`FakeSlack::TEAM_ID`](crate::FakeSlack::TEAM_ID) and
@@ -24,6 +26,7 @@
 
 mod linear;
 mod slack;
+mod telegram;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -31,6 +34,7 @@ use ring::hmac;
 
 pub use linear::LinearDeliveries;
 pub use slack::SlackDeliveries;
+pub use telegram::{TelegramDeliveries, entities_of as telegram_entities};
 
 /// Hex HMAC-SHA256 of `message` under `secret`.
 fn hmac_hex(secret: &str, parts: &[&[u8]]) -> String {
