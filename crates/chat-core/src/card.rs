@@ -567,6 +567,16 @@ impl Card {
     }
 }
 
+/// Text that must stay on one line (a heading, a label, a link text).
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A Markdown table cell: one line, its pipes escaped.
+fn cell(text: &str) -> String {
+    one_line(text).replace('|', "\\|")
+}
+
 #[cfg(test)]
 #[allow(clippy::panic_in_result_fn)]
 mod tests {
@@ -613,14 +623,4 @@ mod tests {
         assert_eq!(back, card);
         Ok(())
     }
-}
-
-/// Text that must stay on one line (a heading, a label, a link text).
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// A Markdown table cell: one line, its pipes escaped.
-fn cell(text: &str) -> String {
-    one_line(text).replace('|', "\\|")
 }
