@@ -67,6 +67,7 @@ pub mod card;
 pub mod clock;
 pub mod concurrency;
 pub mod content;
+pub mod emoji;
 pub mod error;
 pub mod event;
 pub mod id;

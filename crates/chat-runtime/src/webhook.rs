@@ -90,7 +90,7 @@ where
     B::Error: Into<BoxError>,
 {
     let (parts, body) = request.into_parts();
-    if parts.method != http::Method::POST {
+    if !adapter.allows_method(&parts.method) {
         return adapter.respond(None, &Verdict::Rejected(WebhookError::MethodNotAllowed));
     }
     let limit = adapter.max_body_bytes();

@@ -164,6 +164,13 @@ pub trait Webhook: Send + Sync + 'static {
         crate::state::DEFAULT_DEDUPE_TTL
     }
 
+    /// Whether the platform's webhook uses HTTP `method`: the runtime
+    /// answers any other with 405 before reading the body. Default: `POST`
+    /// only (Meta's verification handshake is a `GET`).
+    fn allows_method(&self, method: &http::Method) -> bool {
+        *method == http::Method::POST
+    }
+
     /// The default lock scope for this platform's events.
     fn lock_scope(&self) -> DefaultLockScope {
         DefaultLockScope::Thread
