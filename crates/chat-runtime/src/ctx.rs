@@ -276,7 +276,7 @@ impl Ctx {
     /// waits for); a failure is logged.
     /// Returns `true` when the reply goes in the HTTP response.
     pub fn reply(&self, reply: impl Into<Reply>) -> bool {
-        let reply = match &self.inner.response {
+        let reply = match self.open_response() {
             Some(answer) => match answer.reply(reply.into()) {
                 Ok(()) => return true,
                 Err(reply) => reply,
@@ -321,8 +321,16 @@ impl Ctx {
         self.answer(Reply::in_channel(text)).await
     }
 
+    /// The delivery's response, when a reply may go in it.
+    fn open_response(&self) -> Option<&crate::response::DeliveryResponse> {
+        self.inner
+            .response
+            .as_ref()
+            .filter(|_| self.inner.adapter.replies_in_response(&self.inner.event))
+    }
+
     async fn answer(&self, reply: Reply) -> Result<Replied, AdapterError> {
-        let reply = match &self.inner.response {
+        let reply = match self.open_response() {
             Some(answer) => match answer.reply(reply) {
                 Ok(()) => return Ok(Replied::InResponse),
                 Err(reply) => reply,

@@ -225,6 +225,16 @@ pub trait Webhook: Send + Sync + 'static {
         }
     }
 
+    /// Whether a handler's [`Reply`] to `event` can go in the delivery's
+    /// HTTP response. When not (WhatsApp: Meta reads nothing of the
+    /// answer), a reply given while the response is still open goes through
+    /// [`reply_later`](Self::reply_later) instead of being put in a response
+    /// nobody reads. Default: `true`.
+    fn replies_in_response(&self, event: &Event) -> bool {
+        let _ = event;
+        true
+    }
+
     /// Answers `event` after its HTTP response went out: a handler's
     /// [`Reply`] that could not go inline (its run outlasted the
     /// acknowledgement deadline, or ran detached), through the interaction's
