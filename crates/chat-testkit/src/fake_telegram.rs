@@ -529,39 +529,16 @@ fn success(bots: &mut Bots, token: &str, method: &str, body: &Value) -> (StatusC
 
 /// A multipart body's fields (a file field as its name and size).
 fn multipart_fields(content_type: &str, body: &[u8]) -> Value {
-    let Some(boundary) = content_type.split("boundary=").nth(1) else {
-        return Value::Null;
-    };
-    let marker = format!("--{boundary}");
-    let text = String::from_utf8_lossy(body);
     let mut fields = serde_json::Map::new();
-    for part in text.split(marker.as_str()) {
-        let Some((head, value)) = part.split_once("\r\n\r\n") else {
-            continue;
+    for part in crate::scaffold::multipart(content_type, body) {
+        let value = match &part.filename {
+            Some(file) => json!({ "filename": file, "size": part.content.len() }),
+            None => json!(String::from_utf8_lossy(&part.content)),
         };
-        let Some(name) = head
-            .split("name=\"")
-            .nth(1)
-            .and_then(|n| n.split('"').next())
-        else {
-            continue;
-        };
-        let value = value.strip_suffix("\r\n").unwrap_or(value);
-        match head
-            .split("filename=\"")
-            .nth(1)
-            .and_then(|f| f.split('"').next())
-        {
-            Some(file) => {
-                fields.insert(
-                    name.to_owned(),
-                    json!({ "filename": file, "size": value.len() }),
-                );
-            }
-            None => {
-                fields.insert(name.to_owned(), json!(value));
-            }
-        }
+        fields.insert(part.name, value);
+    }
+    if fields.is_empty() {
+        return Value::Null;
     }
     Value::Object(fields)
 }

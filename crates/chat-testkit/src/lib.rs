@@ -54,6 +54,7 @@ mod fake_linear;
 mod fake_oauth;
 mod fake_slack;
 mod fake_telegram;
+mod fake_whatsapp;
 mod faulty;
 mod flaky_installations;
 mod harness;
@@ -71,6 +72,7 @@ pub use fake_oauth::{
 };
 pub use fake_slack::{FakeSlack, RetryAfter, SlackApi, SlackCall, SlackReply};
 pub use fake_telegram::{FakeTelegram, TelegramApi, TelegramCall, TelegramReply};
+pub use fake_whatsapp::{FakeWhatsApp, WhatsAppApi, WhatsAppCall, WhatsAppReply};
 pub use faulty::{Fault, Faults, FaultyState, Op};
 pub use flaky_installations::FlakyInstallations;
 pub use harness::{

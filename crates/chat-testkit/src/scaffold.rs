@@ -274,3 +274,53 @@ impl<C: Call, P, S> Fake<C, P, S> {
         }
     }
 }
+
+/// One part of a `multipart/form-data` body.
+#[derive(Debug)]
+pub(crate) struct Part {
+    pub(crate) name: String,
+    pub(crate) filename: Option<String>,
+    pub(crate) content: Bytes,
+}
+
+/// The parts of a `multipart/form-data` body (none when `content_type`
+/// names no boundary).
+pub(crate) fn multipart(content_type: &str, body: &[u8]) -> Vec<Part> {
+    let Some(boundary) = content_type.split("boundary=").nth(1) else {
+        return Vec::new();
+    };
+    let marker = format!("--{boundary}");
+    let marker = marker.as_bytes();
+    let mut parts = Vec::new();
+    let mut rest = body;
+    while let Some(at) = find(rest, marker) {
+        rest = &rest[at + marker.len()..];
+        let end = find(rest, marker).unwrap_or(rest.len());
+        let part = &rest[..end];
+        let Some(split) = find(part, b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&part[..split]);
+        let content = &part[split + 4..];
+        let content = content.strip_suffix(b"\r\n").unwrap_or(content);
+        let quoted = |key: &str| {
+            head.split(key)
+                .nth(1)
+                .and_then(|n| n.split('"').next())
+                .map(str::to_owned)
+        };
+        let Some(name) = quoted(" name=\"").or_else(|| quoted(";name=\"")) else {
+            continue;
+        };
+        parts.push(Part {
+            name,
+            filename: quoted("filename=\""),
+            content: Bytes::copy_from_slice(content),
+        });
+    }
+    parts
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}

@@ -58,12 +58,6 @@ impl PlatformAdapter for TelegramAdapter {
     }
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 #[async_trait]
 impl chat_core::Webhook for TelegramAdapter {
     fn max_body_bytes(&self) -> usize {
@@ -110,7 +104,7 @@ impl chat_core::Webhook for TelegramAdapter {
             .ok_or(WebhookError::MissingHeader(crate::secret::SECRET_HEADER))?;
         let cx = Context {
             bot_id: &bot_id,
-            received_at_ms: now_ms(),
+            received_at_ms: chat_core::clock::millis(std::time::SystemTime::now()),
             raw: body,
         };
         inbound::parse(&cx, body)

@@ -9,6 +9,9 @@
 //!   request), comments, reactions and any other webhook body.
 //! * [`TelegramDeliveries`]: updates (messages, topics, edits, documents,
 //!   button clicks, reactions) with the webhook's secret token.
+//! * [`WhatsAppDeliveries`]: Cloud API notifications (texts, button and list
+//!   replies, reactions, documents, statuses, several messages in one)
+//!   signed with the app secret, and the subscription handshake.
 //!
 //! The default identities match the fakes: Slack's team and bot user are
 //! [`FakeSlack::TEAM_ID`](crate::FakeSlack::TEAM_ID) and
@@ -27,6 +30,7 @@
 mod linear;
 mod slack;
 mod telegram;
+mod whatsapp;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -35,6 +39,7 @@ use ring::hmac;
 pub use linear::LinearDeliveries;
 pub use slack::SlackDeliveries;
 pub use telegram::{TelegramDeliveries, entities_of as telegram_entities};
+pub use whatsapp::WhatsAppDeliveries;
 
 /// Hex HMAC-SHA256 of `message` under `secret`.
 fn hmac_hex(secret: &str, parts: &[&[u8]]) -> String {
