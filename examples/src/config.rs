@@ -11,9 +11,12 @@ use chat_runtime::{
 };
 use clap::{Parser, ValueEnum};
 
-/// An echo bot for Slack and Linear on chat-rs: it echoes mentions, DMs and
-/// messages in subscribed threads (with everything it skipped), slash commands
-/// and Linear agent sessions. A turn whose text (after the mention) starts with
+/// An echo bot for Slack, Linear, Telegram and WhatsApp on chat-rs: it
+/// echoes mentions, DMs and messages in subscribed threads (with everything
+/// it skipped), slash commands (Telegram's `/echo hi` too) and Linear agent
+/// sessions. A Telegram group or private chat and a WhatsApp chat are one
+/// conversation each (channel scope): a mention there, any WhatsApp
+/// message, or a Telegram private message subscribes the whole chat. A turn whose text (after the mention) starts with
 /// `card: <title>` gets a card (the title, the author's name, an `echo-again`
 /// button that posts `again: <title>`); `stream: <words…>` streams the words
 /// one by one into `echo: <words…>`; `history:` answers `history: N`, the
@@ -111,6 +114,36 @@ pub struct Args {
     /// Linear GraphQL endpoint.
     #[arg(long, env = "LINEAR_API_URL")]
     pub linear_api_url: Option<String>,
+
+    /// Telegram bot token from @BotFather (`123456:ABC…`); without it
+    /// Telegram is not mounted.
+    #[arg(long, env = "TELEGRAM_BOT_TOKEN", hide_env_values = true)]
+    pub telegram_bot_token: Option<String>,
+    /// The `secret_token` the bot's webhook was set with (`setWebhook`);
+    /// every delivery must carry it.
+    #[arg(long, env = "TELEGRAM_SECRET_TOKEN", hide_env_values = true)]
+    pub telegram_secret_token: Option<String>,
+    /// Telegram Bot API base URL.
+    #[arg(long, env = "TELEGRAM_API_URL")]
+    pub telegram_api_url: Option<String>,
+
+    /// The Meta app's secret (deliveries' X-Hub-Signature-256); without it
+    /// WhatsApp is not mounted.
+    #[arg(long, env = "WHATSAPP_APP_SECRET", hide_env_values = true)]
+    pub whatsapp_app_secret: Option<String>,
+    /// The verify token entered with the callback URL (the subscription
+    /// handshake's hub.verify_token).
+    #[arg(long, env = "WHATSAPP_VERIFY_TOKEN", hide_env_values = true)]
+    pub whatsapp_verify_token: Option<String>,
+    /// The access token that sends for the phone number.
+    #[arg(long, env = "WHATSAPP_ACCESS_TOKEN", hide_env_values = true)]
+    pub whatsapp_access_token: Option<String>,
+    /// The business phone number id (in WhatsApp Manager).
+    #[arg(long, env = "WHATSAPP_PHONE_NUMBER_ID")]
+    pub whatsapp_phone_number_id: Option<String>,
+    /// Graph API base URL with its version.
+    #[arg(long, env = "WHATSAPP_API_URL")]
+    pub whatsapp_api_url: Option<String>,
 
     /// Redis URL; unset: in-memory state.
     #[arg(long, env = "REDIS_URL", hide_env_values = true)]
@@ -419,6 +452,14 @@ mod tests {
             "LINEAR_ACCESS_TOKEN",
             "LINEAR_APP_USER_ID",
             "LINEAR_API_URL",
+            "TELEGRAM_BOT_TOKEN",
+            "TELEGRAM_SECRET_TOKEN",
+            "TELEGRAM_API_URL",
+            "WHATSAPP_APP_SECRET",
+            "WHATSAPP_VERIFY_TOKEN",
+            "WHATSAPP_ACCESS_TOKEN",
+            "WHATSAPP_PHONE_NUMBER_ID",
+            "WHATSAPP_API_URL",
             "REDIS_URL",
             "CHAT_DISPATCH",
             "CHAT_CONCURRENCY",

@@ -1,7 +1,7 @@
 //! # examples
 //!
 //! Runnable chat-rs bots. `echo-bot` (in `src/bin/echo_bot.rs`) is an axum server
-//! with the Slack and Linear adapters that echoes what it is told, so every
+//! with the Slack, Linear, Telegram and WhatsApp adapters that echoes what it is told, so every
 //! concurrency strategy is visible from outside; `cargo xtask demo`, the
 //! benchmarks and the reliability harness drive it over HTTP.
 //!
@@ -11,6 +11,7 @@
 //! * [`echo`]: the handlers.
 //! * [`slack`]: the Slack adapter, in single-token or installation mode, and
 //!   the install flow's routes.
+//! * [`telegram`], [`whatsapp`]: those adapters from their settings.
 //! * [`stats`]: outcome counters for `GET /stats`.
 //! * [`notify`]: `POST /notify`, posting outside any webhook.
 //! * [`ledger`]: the outcome ledger, written by echo-bot and read by the demo,
@@ -38,6 +39,8 @@ pub mod linear;
 pub mod notify;
 pub mod slack;
 pub mod stats;
+pub mod telegram;
+pub mod whatsapp;
 
 /// The guides in `docs/`, compiled as doctests so that every code block in them
 /// keeps compiling.

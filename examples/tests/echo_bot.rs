@@ -581,6 +581,12 @@ fn help_never_prints_a_secret_from_the_environment() {
         ("LINEAR_API_KEY", "lin-api-s3cret"),
         ("LINEAR_ACCESS_TOKEN", "lin-token-s3cret"),
         ("INSPECT_TOKEN", "inspect-token-s3cret"),
+        ("NOTIFY_TOKEN", "notify-token-s3cret"),
+        ("TELEGRAM_BOT_TOKEN", "123:telegram-s3cret"),
+        ("TELEGRAM_SECRET_TOKEN", "telegram-secret-s3cret"),
+        ("WHATSAPP_APP_SECRET", "app-s3cret"),
+        ("WHATSAPP_VERIFY_TOKEN", "verify-s3cret"),
+        ("WHATSAPP_ACCESS_TOKEN", "EAAG-s3cret"),
     ];
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_echo-bot"))
         .arg("--help")

@@ -1,4 +1,5 @@
-//! echo-bot: an axum server with the Slack and Linear adapters on chat-rs.
+//! echo-bot: an axum server with the Slack, Linear, Telegram and WhatsApp
+//! adapters on chat-rs.
 //! `echo-bot --help` lists every setting.
 
 #![forbid(unsafe_code)]
@@ -113,8 +114,16 @@ async fn main() -> Result<(), BoxError> {
         builder = builder.adapter_arc(linear);
         mounted.push("linear");
     }
+    if let Some(telegram) = examples::telegram::adapter(&args)? {
+        builder = builder.adapter_arc(telegram);
+        mounted.push("telegram");
+    }
+    if let Some(whatsapp) = examples::whatsapp::adapter(&args)? {
+        builder = builder.adapter_arc(whatsapp);
+        mounted.push("whatsapp");
+    }
     if mounted.is_empty() {
-        return Err("no adapter is configured: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (or --installations), or LINEAR_WEBHOOK_SECRET".into());
+        return Err("no adapter is configured: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (or --installations), LINEAR_WEBHOOK_SECRET, TELEGRAM_BOT_TOKEN or WHATSAPP_APP_SECRET".into());
     }
     let bot = builder.build()?;
     for name in &mounted {

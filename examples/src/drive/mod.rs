@@ -32,7 +32,9 @@ pub mod slack;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use chat_testkit::signed::{LinearDeliveries, SlackDeliveries};
+use chat_testkit::signed::{
+    LinearDeliveries, SlackDeliveries, TelegramDeliveries, WhatsAppDeliveries,
+};
 use serde_json::Value;
 
 pub use process::{Answer, EchoBot, EchoBotCommand, Stopped};
@@ -51,6 +53,32 @@ pub const SLACK_STATE_SECRET: &str = "echo-bot-demo-state-secret-32-by";
 pub const LINEAR_WEBHOOK_SECRET: &str = "lin_wh_echo_bot_demo";
 /// The Linear OAuth token echo-bot is given by [`EchoBotCommand::linear`].
 pub const LINEAR_ACCESS_TOKEN: &str = "lin_oauth_echo_bot_demo";
+
+/// The Telegram bot token echo-bot is given by [`EchoBotCommand::telegram`]
+/// (bot id `777000`).
+pub const TELEGRAM_BOT_TOKEN: &str = "777000:AAEchoBotDemoToken";
+/// The secret token echo-bot's Telegram webhook is set with.
+pub const TELEGRAM_SECRET_TOKEN: &str = "echo-bot-demo-secret_token";
+/// The Meta app secret echo-bot is given by [`EchoBotCommand::whatsapp`].
+pub const WHATSAPP_APP_SECRET: &str = "echo-bot-demo-app-secret";
+/// The verify token of echo-bot's WhatsApp webhook.
+pub const WHATSAPP_VERIFY_TOKEN: &str = "echo-bot-demo-verify";
+/// The WhatsApp access token echo-bot is given.
+pub const WHATSAPP_ACCESS_TOKEN: &str = "EAAG-echo-bot-demo";
+/// The business phone number id echo-bot sends from (the testkit's default).
+pub const WHATSAPP_PHONE_NUMBER_ID: &str = "106540352242922";
+
+/// Telegram deliveries with [`TELEGRAM_SECRET_TOKEN`] (a group chat by
+/// default; `.private()` for the user's private chat).
+pub fn telegram() -> TelegramDeliveries {
+    TelegramDeliveries::new(TELEGRAM_SECRET_TOKEN)
+}
+
+/// WhatsApp deliveries signed with [`WHATSAPP_APP_SECRET`] to
+/// [`WHATSAPP_PHONE_NUMBER_ID`].
+pub fn whatsapp() -> WhatsAppDeliveries {
+    WhatsAppDeliveries::new(WHATSAPP_APP_SECRET).phone_number_id(WHATSAPP_PHONE_NUMBER_ID)
+}
 
 /// One HTTP delivery to echo-bot: a path, headers and the exact body bytes
 /// they were signed over.

@@ -131,6 +131,30 @@ impl EchoBotCommand {
             .env("LINEAR_API_URL", endpoint)
     }
 
+    /// Mounts Telegram: [`TELEGRAM_BOT_TOKEN`](super::TELEGRAM_BOT_TOKEN),
+    /// [`TELEGRAM_SECRET_TOKEN`](super::TELEGRAM_SECRET_TOKEN) and the Bot
+    /// API at `api_url` (a `FakeTelegram`'s).
+    #[must_use]
+    pub fn telegram(self, api_url: &str) -> Self {
+        self.env("TELEGRAM_BOT_TOKEN", super::TELEGRAM_BOT_TOKEN)
+            .env("TELEGRAM_SECRET_TOKEN", super::TELEGRAM_SECRET_TOKEN)
+            .env("TELEGRAM_API_URL", api_url)
+    }
+
+    /// Mounts WhatsApp: [`WHATSAPP_APP_SECRET`](super::WHATSAPP_APP_SECRET),
+    /// [`WHATSAPP_VERIFY_TOKEN`](super::WHATSAPP_VERIFY_TOKEN),
+    /// [`WHATSAPP_ACCESS_TOKEN`](super::WHATSAPP_ACCESS_TOKEN),
+    /// [`WHATSAPP_PHONE_NUMBER_ID`](super::WHATSAPP_PHONE_NUMBER_ID) and the
+    /// Graph API at `api_url` (a `FakeWhatsApp`'s).
+    #[must_use]
+    pub fn whatsapp(self, api_url: &str) -> Self {
+        self.env("WHATSAPP_APP_SECRET", super::WHATSAPP_APP_SECRET)
+            .env("WHATSAPP_VERIFY_TOKEN", super::WHATSAPP_VERIFY_TOKEN)
+            .env("WHATSAPP_ACCESS_TOKEN", super::WHATSAPP_ACCESS_TOKEN)
+            .env("WHATSAPP_PHONE_NUMBER_ID", super::WHATSAPP_PHONE_NUMBER_ID)
+            .env("WHATSAPP_API_URL", api_url)
+    }
+
     /// Writes the child's stdout and stderr (its log) to `path`; by default
     /// they are discarded.
     #[must_use]
