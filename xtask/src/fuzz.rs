@@ -8,7 +8,12 @@ use std::process::Command;
 use crate::cmd::{self, cargo, has_cargo_subcommand};
 
 /// The fuzz targets in `fuzz/`: every parser that sees network input.
-const TARGETS: &[&str] = &["slack_inbound", "linear_inbound"];
+const TARGETS: &[&str] = &[
+    "slack_inbound",
+    "linear_inbound",
+    "telegram_inbound",
+    "whatsapp_inbound",
+];
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut seconds = 60u64;
