@@ -9,8 +9,9 @@ use chat_core::{Capability, PlatformAdapter};
 
 const THREAD_DOCS: &str = include_str!("../../crates/chat-runtime/src/thread/mod.rs");
 
-/// The rows of the table: (method, capability, Slack, Linear).
-fn rows() -> Vec<[String; 4]> {
+/// The rows of the table: (method, capability, Slack, Linear, Telegram,
+/// WhatsApp).
+fn rows() -> Vec<[String; 6]> {
     THREAD_DOCS
         .lines()
         .map(str::trim)
@@ -21,13 +22,8 @@ fn rows() -> Vec<[String; 4]> {
                 .split(" | ")
                 .map(|c| c.trim().to_owned())
                 .collect();
-            assert_eq!(cells.len(), 4, "a row has four cells: {row}");
-            [
-                cells[0].clone(),
-                cells[1].clone(),
-                cells[2].clone(),
-                cells[3].clone(),
-            ]
+            assert_eq!(cells.len(), 6, "a row has six cells: {row}");
+            std::array::from_fn(|i| cells[i].clone())
         })
         .collect()
 }
@@ -48,14 +44,36 @@ fn linear() -> chat_linear::LinearAdapter {
         .unwrap()
 }
 
+fn telegram() -> chat_telegram::TelegramAdapter {
+    chat_telegram::TelegramAdapter::builder()
+        .bot_token("1:AA")
+        .secret_token("secret")
+        .build()
+        .unwrap()
+}
+
+fn whatsapp() -> chat_whatsapp::WhatsAppAdapter {
+    chat_whatsapp::WhatsAppAdapter::builder()
+        .app_secret("secret")
+        .verify_token("verify")
+        .access_token("EAAG")
+        .phone_number_id("1")
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn the_thread_table_says_unsupported_exactly_where_an_adapter_lacks_the_capability() {
     let rows = rows();
     assert!(rows.len() >= 10, "the table was found: {rows:?}");
-    let adapters: [(&str, Box<dyn PlatformAdapter>); 2] =
-        [("slack", Box::new(slack())), ("linear", Box::new(linear()))];
+    let adapters: [(&str, Box<dyn PlatformAdapter>); 4] = [
+        ("slack", Box::new(slack())),
+        ("linear", Box::new(linear())),
+        ("telegram", Box::new(telegram())),
+        ("whatsapp", Box::new(whatsapp())),
+    ];
     let mut named = Vec::new();
-    for [method, capability, slack_cell, linear_cell] in &rows {
+    for [method, capability, cells @ ..] in &rows {
         if capability == "—" {
             continue;
         }
@@ -65,9 +83,9 @@ fn the_thread_table_says_unsupported_exactly_where_an_adapter_lacks_the_capabili
             .find(|c| c.name() == capability)
             .unwrap_or_else(|| panic!("{method}: no capability named {capability}"));
         named.push(cap);
-        for ((name, adapter), cell) in adapters.iter().zip([slack_cell, linear_cell]) {
+        for ((name, adapter), cell) in adapters.iter().zip(cells) {
             assert_eq!(
-                cell == "unsupported",
+                cell.starts_with("unsupported"),
                 !adapter.capabilities().contains(cap),
                 "{method} on {name}: the table says {cell:?}, the adapter declares {:?}",
                 adapter.capabilities()

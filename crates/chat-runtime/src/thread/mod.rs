@@ -70,28 +70,30 @@ impl Posts {
 /// What each call is on each platform; the capability column names the
 /// [`Capability`] a call needs (a platform without it answers
 /// [`AdapterError::Unsupported`]), and a test checks this table against
-/// what the adapters declare.
+/// what the adapters declare (a cell that begins "unsupported" is where
+/// the adapter lacks the capability; what follows says what the call does
+/// instead).
 ///
-/// | method | capability | Slack | Linear |
-/// |---|---|---|---|
-/// | [`post`](Self::post) | — | `chat.postMessage` (cards as Block Kit) | agent activity `response` (sessions) or a reply comment; cards as Markdown |
-/// | [`post_once`](Self::post_once) | — | `chat.postMessage` with the key in its metadata | as `post`, with a client-side id |
-/// | [`post_ephemeral`](Self::post_ephemeral) | ephemeral | `chat.postEphemeral` | unsupported |
-/// | [`post_ephemeral_or_dm`](Self::post_ephemeral_or_dm) | ephemeral | `chat.postEphemeral` | unsupported |
-/// | [`SentMessage::edit`] / [`delete`](SentMessage::delete) | — | `chat.update` / `chat.delete` | comments only |
-/// | [`SentMessage::react`] | — | `reactions.add` | comments: `reactionCreate` |
-/// | [`SentMessage::unreact`] | unreact | `reactions.remove` | comments: `reactionDelete` of the bot's reaction |
-/// | [`history`](Self::history) / [`history_newest`](Self::history_newest) | history | `conversations.replies` (a channel: `conversations.history`), cursor pages | a comment thread's replies or a session's activities, cursor pages |
-/// | [`message`](Self::message) | history | `conversations.replies` bounded to the message | the comment or activity |
-/// | [`transcript`](Self::transcript) | history | the history as turns | the history as turns |
-/// | [`user`](Self::user) | users | `users.info`, cached | the `user` query, cached |
-/// | [`open_modal`](Self::open_modal) / [`update_modal`](Self::update_modal) / [`push_modal`](Self::push_modal) | modals | `views.open` / `views.update` / `views.push` | unsupported |
-/// | [`upload`](Self::upload) / [`upload_files`](Self::upload_files) | uploads | `files.getUploadURLExternal` + `files.completeUploadExternal` (several files in one message) | unsupported |
-/// | [`download`](Self::download) | downloads | the file's `url_private` with the bot token, streamed and capped | `uploads.linear.app` with the token, streamed and capped |
-/// | [`set_status`](Self::set_status) | status | `assistant.threads.setStatus` | a session's `thought` |
-/// | [`stream`](Self::stream) | streams | `chat.startStream` / `appendStream` / `stopStream` (fallback: post + edits) | sessions: thoughts, then a response; comments: one comment edited |
-/// | [`schedule`](Self::schedule) / [`cancel_scheduled`](Self::cancel_scheduled) | scheduling | `chat.scheduleMessage` / `chat.deleteScheduledMessage` | unsupported |
-/// | [`Bot::open_dm`](crate::Bot::open_dm) | direct-messages | `conversations.open` | unsupported |
+/// | method | capability | Slack | Linear | Telegram | WhatsApp |
+/// |---|---|---|---|---|---|
+/// | [`post`](Self::post) | — | `chat.postMessage` (cards as Block Kit) | agent activity `response` (sessions) or a reply comment; cards as Markdown | `sendMessage` (Markdown as entities, split at 4,096; cards with an inline keyboard) | `/messages` text in WhatsApp's formatting, split at 4,096; cards as reply buttons or a list |
+/// | [`post_once`](Self::post_once) | — | `chat.postMessage` with the key in its metadata | as `post`, with a client-side id | as `post` (at least once after a crash) | as `post` (at least once after a crash) |
+/// | [`post_ephemeral`](Self::post_ephemeral) | ephemeral | `chat.postEphemeral` | unsupported | unsupported | unsupported |
+/// | [`post_ephemeral_or_dm`](Self::post_ephemeral_or_dm) | — | `chat.postEphemeral` | unsupported (neither) | a post in the user's private chat | a post (every chat is one user's) |
+/// | [`SentMessage::edit`] / [`delete`](SentMessage::delete) | — | `chat.update` / `chat.delete` | comments only | `editMessageText` / `deleteMessage` | unsupported (no edits, no deletes) |
+/// | [`SentMessage::react`] | — | `reactions.add` | comments: `reactionCreate` | `setMessageReaction` (Telegram's reaction set) | a `reaction` message |
+/// | [`SentMessage::unreact`] | unreact | `reactions.remove` | comments: `reactionDelete` of the bot's reaction | `setMessageReaction` with none | a `reaction` message with no emoji |
+/// | [`history`](Self::history) / [`history_newest`](Self::history_newest) | history | `conversations.replies` (a channel: `conversations.history`), cursor pages | a comment thread's replies or a session's activities, cursor pages | unsupported | unsupported |
+/// | [`message`](Self::message) | history | `conversations.replies` bounded to the message | the comment or activity | unsupported | unsupported |
+/// | [`transcript`](Self::transcript) | history | the history as turns | the history as turns | unsupported | unsupported |
+/// | [`user`](Self::user) | users | `users.info`, cached | the `user` query, cached | `getChat` | the profile name the webhook carried |
+/// | [`open_modal`](Self::open_modal) / [`update_modal`](Self::update_modal) / [`push_modal`](Self::push_modal) | modals | `views.open` / `views.update` / `views.push` | unsupported | unsupported | unsupported |
+/// | [`upload`](Self::upload) / [`upload_files`](Self::upload_files) | uploads | `files.getUploadURLExternal` + `files.completeUploadExternal` (several files in one message) | unsupported | `sendDocument` | `/media`, then a `document` message |
+/// | [`download`](Self::download) | downloads | the file's `url_private` with the bot token, streamed and capped | `uploads.linear.app` with the token, streamed and capped | `getFile`, then the file server, capped at 20 MB | `/{media-id}`, then Meta's media host with the token, capped |
+/// | [`set_status`](Self::set_status) | status | `assistant.threads.setStatus` | a session's `thought` | `sendChatAction` typing | the last message marked read, with the typing indicator |
+/// | [`stream`](Self::stream) | streams | `chat.startStream` / `appendStream` / `stopStream` (fallback: post + edits) | sessions: thoughts, then a response; comments: one comment edited | private chats: `sendMessageDraft`, then the message; elsewhere post + edits | unsupported natively: posted whole, once |
+/// | [`schedule`](Self::schedule) / [`cancel_scheduled`](Self::cancel_scheduled) | scheduling | `chat.scheduleMessage` / `chat.deleteScheduledMessage` | unsupported | unsupported | unsupported |
+/// | [`Bot::open_dm`](crate::Bot::open_dm) | direct-messages | `conversations.open` | unsupported | the user's private chat | the user's chat with the number |
 #[derive(Clone)]
 pub struct Thread {
     adapter: Arc<dyn PlatformAdapter>,

@@ -112,7 +112,8 @@ impl WhatsAppAdapterBuilder {
         self
     }
 
-    /// The largest delivery accepted, default 1 MiB.
+    /// The largest delivery accepted, default 3 MiB: Meta's webhook
+    /// payloads are up to 3 MB (*Set up webhooks*).
     #[must_use]
     pub fn max_body_bytes(mut self, limit: usize) -> Self {
         self.max_body = Some(limit);
@@ -160,7 +161,7 @@ impl WhatsAppAdapterBuilder {
             client,
             phone_number_id,
             installations,
-            max_body: self.max_body.unwrap_or(1024 * 1024),
+            max_body: self.max_body.unwrap_or(3 * 1024 * 1024),
             recent: Mutex::default(),
         })
     }
