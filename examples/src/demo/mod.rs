@@ -1,6 +1,7 @@
 //! The scripted conversation behind `cargo xtask demo`.
 //!
-//! [`run`] starts a [`FakeSlack`] and a [`FakeLinear`] in-process and the
+//! [`run`] starts a [`FakeSlack`], a [`FakeLinear`], a [`FakeTelegram`] and
+//! a [`FakeWhatsApp`] in-process and the
 //! echo-bot binary as a child process on a free port (deferred dispatch, the
 //! chosen strategy, in-memory state or Redis, a small simulated delay, and its
 //! outcome ledger in a temporary file). Then it plays signed webhooks:
@@ -18,13 +19,19 @@
 //!    [`FakeSlackOAuth`](chat_testkit::FakeSlackOAuth); a mention from each, in the same channel and
 //!    thread ids, is answered in its own workspace with its own token, and a
 //!    mention from a third, uninstalled workspace is acknowledged and
-//!    ignored.
+//!    ignored;
+//! 8. a third echo-bot on Telegram and WhatsApp (fakes of both APIs) under
+//!    the debounce strategy, where a chat is one conversation (channel
+//!    scope): "hey", "quick question" and the real question in one WhatsApp
+//!    chat get one answer, and two users writing in one Telegram group join
+//!    one conversation.
 //!
 //! It prints a timeline of what arrived (with the status echo-bot answered),
 //! what the runtime decided (outcome names, from the ledger) and what was
 //! posted where (from the fakes), checks each step against what the strategy
 //! promises, and always stops echo-bot with SIGTERM.
 
+mod chats;
 mod checks;
 mod records;
 mod script;
@@ -36,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chat_runtime::BoxError;
-use chat_testkit::{FakeLinear, FakeSlack};
+use chat_testkit::{FakeLinear, FakeSlack, FakeTelegram, FakeWhatsApp};
 use clap::ValueEnum;
 use tokio::time::Instant;
 
@@ -131,6 +138,8 @@ async fn run_in(options: &Options, dir: &Path, out: &mut dyn Write) -> Result<Re
         "profile": { "display_name": "Ada", "real_name": "Ada Lovelace" },
     }));
     let linear = FakeLinear::try_start().await?;
+    let telegram = FakeTelegram::try_start().await?;
+    let whatsapp = FakeWhatsApp::try_start().await?;
     let ledger = dir.join("ledger.jsonl");
     let strategy = strategy_name(options.strategy);
     let delay_ms = options.delay.as_millis();
@@ -189,6 +198,8 @@ async fn run_in(options: &Options, dir: &Path, out: &mut dyn Write) -> Result<Re
         bot,
         slack,
         linear,
+        telegram,
+        whatsapp,
         ledger,
         t0: Instant::now(),
         wall0_ms: drive::now_ms(),
@@ -206,6 +217,7 @@ async fn run_in(options: &Options, dir: &Path, out: &mut dyn Write) -> Result<Re
     played?;
     stopped?;
     demo.workspaces(options, dir).await?;
+    demo.chats(options, dir).await?;
     let Demo { out, report, .. } = demo;
     writeln!(out)?;
     if report.succeeded() {
@@ -244,6 +256,8 @@ struct Demo<'o> {
     bot: EchoBot,
     slack: FakeSlack,
     linear: FakeLinear,
+    telegram: FakeTelegram,
+    whatsapp: FakeWhatsApp,
     ledger: PathBuf,
     t0: Instant,
     wall0_ms: u64,

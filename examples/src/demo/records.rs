@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use chat_testkit::{LinearCall, SlackCall};
+use chat_testkit::{LinearCall, SlackCall, TelegramCall, WhatsAppCall};
 
 use super::Demo;
 use crate::drive;
@@ -15,6 +15,8 @@ pub(super) struct Mark {
     pub(super) ledger: usize,
     pub(super) slack: usize,
     pub(super) linear: usize,
+    pub(super) telegram: usize,
+    pub(super) whatsapp: usize,
 }
 
 /// The records since a mark.
@@ -22,6 +24,8 @@ pub(super) struct View {
     pub(super) ledger: Vec<LedgerLine>,
     pub(super) slack: Vec<SlackCall>,
     pub(super) linear: Vec<LinearCall>,
+    pub(super) telegram: Vec<TelegramCall>,
+    pub(super) whatsapp: Vec<WhatsAppCall>,
 }
 
 impl View {
@@ -31,6 +35,24 @@ impl View {
             .iter()
             .filter(|l| l.event_id == event_id)
             .map(|l| l.outcome.as_str())
+            .collect()
+    }
+
+    /// The texts sent into Telegram chats.
+    pub(super) fn telegram_texts(&self) -> Vec<&str> {
+        self.telegram
+            .iter()
+            .filter(|c| c.method == "sendMessage" && c.ok)
+            .map(|c| c.body["text"].as_str().unwrap_or_default())
+            .collect()
+    }
+
+    /// The texts sent into WhatsApp chats.
+    pub(super) fn whatsapp_texts(&self) -> Vec<&str> {
+        self.whatsapp
+            .iter()
+            .filter(|c| c.endpoint == "messages" && c.status.is_success())
+            .filter_map(|c| c.body.pointer("/text/body").and_then(Value::as_str))
             .collect()
     }
 
@@ -50,6 +72,8 @@ impl Demo<'_> {
             ledger: ledger::read(&self.ledger).len(),
             slack: self.slack.calls().len(),
             linear: self.linear.calls().len(),
+            telegram: self.telegram.calls().len(),
+            whatsapp: self.whatsapp.calls().len(),
         }
     }
 
@@ -57,13 +81,19 @@ impl Demo<'_> {
         let mut ledger = ledger::read(&self.ledger);
         let mut slack = self.slack.calls();
         let mut linear = self.linear.calls();
+        let mut telegram = self.telegram.calls();
+        let mut whatsapp = self.whatsapp.calls();
         ledger.drain(..since.ledger.min(ledger.len()));
         slack.drain(..since.slack.min(slack.len()));
         linear.drain(..since.linear.min(linear.len()));
+        telegram.drain(..since.telegram.min(telegram.len()));
+        whatsapp.drain(..since.whatsapp.min(whatsapp.len()));
         View {
             ledger,
             slack,
             linear,
+            telegram,
+            whatsapp,
         }
     }
 
@@ -160,6 +190,54 @@ pub(super) fn linear_detail(call: &LinearCall) -> String {
         _ => call.variables.to_string(),
     };
     if !call.ok {
+        detail.push_str(&format!(" (answered {})", call.status));
+    }
+    detail
+}
+
+pub(super) fn telegram_detail(call: &TelegramCall) -> String {
+    let body = &call.body;
+    let mut detail = match call.method.as_str() {
+        "sendMessage" | "sendMessageDraft" | "editMessageText" => format!(
+            "chat {} {:?}",
+            body["chat_id"],
+            body["text"].as_str().unwrap_or_default()
+        ),
+        "getMe" => "(the adapter learns the bot's username)".to_owned(),
+        _ => body.to_string(),
+    };
+    if !call.ok {
+        detail.push_str(&format!(" (answered {})", call.status));
+    }
+    detail
+}
+
+pub(super) fn whatsapp_detail(call: &WhatsAppCall) -> String {
+    let body = &call.body;
+    let mut detail = match body["type"].as_str() {
+        Some("text") => format!(
+            "to {} {:?}",
+            body["to"].as_str().unwrap_or_default(),
+            body.pointer("/text/body")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        ),
+        Some(kind) => format!(
+            "to {} a {kind} message",
+            body["to"].as_str().unwrap_or_default()
+        ),
+        None if body["status"] == "read" => format!(
+            "marks {} read{}",
+            body["message_id"].as_str().unwrap_or_default(),
+            if body.get("typing_indicator").is_some() {
+                ", typing"
+            } else {
+                ""
+            }
+        ),
+        None => body.to_string(),
+    };
+    if !call.status.is_success() {
         detail.push_str(&format!(" (answered {})", call.status));
     }
     detail

@@ -5,7 +5,7 @@ use std::time::Duration;
 use chat_runtime::BoxError;
 
 use super::Demo;
-use super::records::{linear_detail, slack_detail};
+use super::records::{linear_detail, slack_detail, telegram_detail, whatsapp_detail};
 use crate::drive::{Answer, Delivery};
 
 /// One line of the timeline.
@@ -124,6 +124,8 @@ impl Demo<'_> {
         self.shown.ledger += view.ledger.len();
         self.shown.slack += view.slack.len();
         self.shown.linear += view.linear.len();
+        self.shown.telegram += view.telegram.len();
+        self.shown.whatsapp += view.whatsapp.len();
         let mut entries = std::mem::take(&mut self.sent);
         for line in &view.ledger {
             let detail = match line.ran_ms() {
@@ -171,6 +173,24 @@ impl Demo<'_> {
                 name: call.operation.clone(),
                 id: String::new(),
                 detail: linear_detail(call),
+            });
+        }
+        for call in &view.telegram {
+            entries.push(Entry {
+                at: call.at.saturating_duration_since(self.t0),
+                lane: "tg out",
+                name: call.method.clone(),
+                id: String::new(),
+                detail: telegram_detail(call),
+            });
+        }
+        for call in &view.whatsapp {
+            entries.push(Entry {
+                at: call.at.saturating_duration_since(self.t0),
+                lane: "wa out",
+                name: call.endpoint.clone(),
+                id: String::new(),
+                detail: whatsapp_detail(call),
             });
         }
         // At the same instant, what arrived comes first.
