@@ -6,7 +6,7 @@
 #[non_exhaustive]
 pub enum BuildError {
     /// Neither a bot token nor an installation store.
-    #[error("no credentials: give a bot token (one bot) or an installation store (several)")]
+    #[error("credentials are required: a bot token (one bot) or an installation store (several)")]
     NoCredentials,
     /// Both a bot token and an installation store.
     #[error("a bot token and an installation store exclude each other")]

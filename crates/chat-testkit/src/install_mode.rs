@@ -28,6 +28,11 @@
 //! chat_testkit::install_mode_conformance!(world());
 //! ```
 //!
+//! A platform whose tokens are provisioned, not installed through OAuth
+//! (Telegram, WhatsApp), runs the cases that apply with
+//! [`token_store_conformance!`](crate::token_store_conformance): its
+//! fixture's `install` puts the installation in the store.
+//!
 //! Each case is a public `async fn(F)` named for the rule it checks.
 
 use std::sync::Arc;
@@ -332,6 +337,24 @@ macro_rules! install_mode_conformance {
             a_store_failure_answers_500_and_the_retry_runs,
             an_uninstall_deletes_the_installation_and_its_subscriptions,
             the_installations_own_messages_are_ignored,
+            the_builder_wants_exactly_one_credential_source,
+        );
+    };
+}
+
+/// Emits one `#[tokio::test]` per case that applies to a platform whose
+/// installations are provisioned rather than installed through OAuth
+/// (Telegram's bot tokens, WhatsApp's system-user tokens): the fixture's
+/// [`install`](InstallModeFixture::install) puts the installation in the
+/// store itself, and the platform has neither an uninstall event nor its
+/// own messages delivered back, so those two cases are left out.
+#[macro_export]
+macro_rules! token_store_conformance {
+    ($make:expr) => {
+        $crate::__install_mode_tests!($make ;
+            each_tenant_installs_sealed_and_is_answered_with_its_own_token,
+            an_unknown_tenant_is_acknowledged_and_ignored,
+            a_store_failure_answers_500_and_the_retry_runs,
             the_builder_wants_exactly_one_credential_source,
         );
     };

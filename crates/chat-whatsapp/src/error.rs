@@ -13,7 +13,7 @@ pub enum BuildError {
     MissingVerifyToken,
     /// Neither an access token with its phone number id nor an installation store.
     #[error(
-        "no credentials: give an access token and a phone number id (one number) or an installation store (several)"
+        "credentials are required: an access token with its phone number id (one number) or an installation store (several)"
     )]
     NoCredentials,
     /// Both an access token and an installation store.
