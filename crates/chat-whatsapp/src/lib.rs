@@ -18,7 +18,7 @@
 //!   retries a delivery for up to seven days).
 //! * **Answer**: a 200 for what was taken; a 503 or 500 makes Meta retry.
 //! * **Talk back** ([`WhatsAppClient`]): text in WhatsApp's own formatting
-//!   ([`format`], split at 4,096 characters); cards as reply buttons or a
+//!   ([`mod@format`], split at 4,096 characters); cards as reply buttons or a
 //!   list ([`interactive`], WhatsApp's limits checked before the call);
 //!   reactions; read receipts with the typing indicator; media uploads;
 //!   templates ([`WhatsAppAdapter::send_template`]) — the way to write to a
