@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chat_core::card::{Button, Card};
 use chat_core::view::{Input, ModalAnswer, View};
-use chat_core::{Platform, Reply, TenantId};
+use chat_core::{AdapterError, Platform, Reply, TenantId};
 use chat_runtime::{BoxError, Ctx, Event, EventKind};
 use chat_slack::SlackAdapter;
 use chat_slack::events::{AppHomeOpened, AssistantThread};
@@ -300,13 +300,21 @@ impl Echo {
 
     /// Any slash command, whatever its name: `echo: <text>`, ephemeral — in
     /// the HTTP response, or through the command's `response_url` when the
-    /// answer cannot go inline.
+    /// answer cannot go inline; where the platform shows nothing to one
+    /// member only (a Telegram group), in the channel.
     pub async fn command(self, ctx: Ctx, event: Event) -> Result<(), BoxError> {
         if !self.work(&ctx).await {
             return Ok(());
         }
         let text = format!("echo: {}", event.text().unwrap_or_default());
-        ctx.reply(Reply::ephemeral(text));
+        match ctx.reply_ephemeral(text.clone()).await {
+            Err(AdapterError::Unsupported(_)) => {
+                ctx.reply_in_channel(text).await?;
+            }
+            other => {
+                other?;
+            }
+        }
         Ok(())
     }
 }

@@ -60,23 +60,23 @@ async fn telegram_messages_commands_cards_and_clicks_follow_the_echo_contract() 
         ["echo: hello there"]
     );
 
-    // A slash command is answered in the webhook response, as a Bot API call.
+    // A slash command is answered as a reply to it.
     let answer = bot
         .deliver(&private.message(2, 2, "/echo status please").into())
         .await
         .unwrap();
     assert_eq!(answer.status, 200);
-    let call: Value = serde_json::from_str(&answer.body).unwrap();
-    assert_eq!(call["method"], "sendMessage");
-    assert_eq!(call["text"], "echo: status please");
-    assert_eq!(call["chat_id"], private.chat_id());
+    let texts = telegram_texts(&fake, private.chat_id(), 2).await;
+    assert_eq!(texts[1], "echo: status please");
+    let reply = &fake.messages(private.chat_id())[1];
+    assert_eq!(reply["reply_parameters"]["message_id"], 2);
 
     // In a group, a mention gets a card whose button echoes again.
     let group = drive::telegram();
     bot.deliver(&group.message(3, 3, "@fake_bot card: Deploy").into())
         .await
         .unwrap();
-    fake.wait_for_calls("sendMessage", 2, PATIENCE).await;
+    fake.wait_for_calls("sendMessage", 3, PATIENCE).await;
     let card = fake.messages(group.chat_id())[0].clone();
     assert!(card["text"].as_str().unwrap().contains("Deploy"));
     let button = &card["reply_markup"]["inline_keyboard"][0][0];
@@ -95,14 +95,22 @@ async fn telegram_messages_commands_cards_and_clicks_follow_the_echo_contract() 
         toast,
         json!({ "method": "answerCallbackQuery", "callback_query_id": "cbq-1" })
     );
-    let texts = telegram_texts(&fake, group.chat_id(), 3).await;
+    let texts = telegram_texts(&fake, group.chat_id(), 4).await;
     assert_eq!(texts[1], "again: Deploy");
 
-    // stream: in a private chat goes as a draft, then one message.
-    bot.deliver(&private.message(5, 5, "stream: one two three").into())
+    // In a group, where nothing is shown to one member only, a command is
+    // answered in the channel.
+    bot.deliver(&group.message(5, 5, "/echo@fake_bot to all").into())
         .await
         .unwrap();
-    let texts = telegram_texts(&fake, private.chat_id(), 4).await;
+    let texts = telegram_texts(&fake, group.chat_id(), 5).await;
+    assert_eq!(texts[2], "echo: to all");
+
+    // stream: in a private chat goes as a draft, then one message.
+    bot.deliver(&private.message(6, 6, "stream: one two three").into())
+        .await
+        .unwrap();
+    let texts = telegram_texts(&fake, private.chat_id(), 6).await;
     assert_eq!(texts.last().unwrap(), "echo: one two three");
     assert!(!fake.calls_of("sendMessageDraft").is_empty());
     stop(bot).await;

@@ -276,12 +276,13 @@ impl Ctx {
     /// waits for); a failure is logged.
     /// Returns `true` when the reply goes in the HTTP response.
     pub fn reply(&self, reply: impl Into<Reply>) -> bool {
-        let reply = match self.open_response() {
-            Some(answer) => match answer.reply(reply.into()) {
+        let reply = reply.into();
+        let reply = match self.open_response(&reply) {
+            Some(answer) => match answer.reply(reply) {
                 Ok(()) => return true,
                 Err(reply) => reply,
             },
-            None => reply.into(),
+            None => reply,
         };
         let adapter = Arc::clone(&self.inner.adapter);
         let event = Arc::clone(&self.inner.event);
@@ -321,16 +322,17 @@ impl Ctx {
         self.answer(Reply::in_channel(text)).await
     }
 
-    /// The delivery's response, when a reply may go in it.
-    fn open_response(&self) -> Option<&crate::response::DeliveryResponse> {
-        self.inner
-            .response
-            .as_ref()
-            .filter(|_| self.inner.adapter.replies_in_response(&self.inner.event))
+    /// The delivery's response, when `reply` may go in it.
+    fn open_response(&self, reply: &Reply) -> Option<&crate::response::DeliveryResponse> {
+        self.inner.response.as_ref().filter(|_| {
+            self.inner
+                .adapter
+                .replies_in_response(&self.inner.event, reply)
+        })
     }
 
     async fn answer(&self, reply: Reply) -> Result<Replied, AdapterError> {
-        let reply = match self.open_response() {
+        let reply = match self.open_response(&reply) {
             Some(answer) => match answer.reply(reply) {
                 Ok(()) => return Ok(Replied::InResponse),
                 Err(reply) => reply,

@@ -143,6 +143,16 @@ async fn deliver(
             for event in events {
                 let (event, verdict) =
                     deliver_event(shared, adapter, Box::new(event), answer).await;
+                // One answer cannot carry each event's reply, and a worse
+                // verdict of a later event would drop it: each goes out on
+                // its own.
+                let verdict = match (verdict, &event) {
+                    (Verdict::Reply(reply), Some(replied)) => {
+                        reply_later(shared, adapter, replied, reply);
+                        Verdict::Accepted
+                    }
+                    (verdict, _) => verdict,
+                };
                 last = event.or(last);
                 worst = Some(match worst {
                     Some(w) => worse(w, verdict),
@@ -156,6 +166,22 @@ async fn deliver(
     };
     let (event, verdict) = deliver_event(shared, adapter, event, answer).await;
     respond(answer, adapter, event.as_deref(), &verdict)
+}
+
+/// Sends `reply` to `event` after the response, on the bot's tracker (so
+/// shutdown waits for it like for a handler).
+fn reply_later(
+    shared: &Arc<Shared>,
+    adapter: &Arc<dyn PlatformAdapter>,
+    event: &Arc<Event>,
+    reply: chat_core::Reply,
+) {
+    let (adapter, event) = (Arc::clone(adapter), Arc::clone(event));
+    shared.tracker().spawn(async move {
+        if let Err(e) = adapter.reply_later(&event, &reply).await {
+            tracing::warn!(error = %e, event_id = %event.id, "a reply after the response could not be sent");
+        }
+    });
 }
 
 /// The verdict a batch of events is answered with: the one that most needs

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
     AdapterError, DefaultLockScope, Event, Inbound, MessageRef, Messaging, OutboundMessage,
-    Platform, PlatformAdapter, ThreadRef, Verdict, Webhook, WebhookError,
+    Platform, PlatformAdapter, Reply, ThreadRef, Verdict, Webhook, WebhookError,
 };
 use chat_runtime::{Bot, BoxError, Concurrency, Ctx, DispatchOptions, RuntimeOptions};
 use chat_state_memory::MemoryState;
@@ -27,6 +27,8 @@ const BATCHY: Platform = Platform::new("batchy");
 #[derive(Clone)]
 struct Batchy {
     posts: ScriptedAdapter,
+    /// The replies sent after the response: (event id, text).
+    later: Arc<Mutex<Vec<(String, String)>>>,
 }
 
 impl PlatformAdapter for Batchy {
@@ -61,6 +63,17 @@ impl Webhook for Batchy {
         } else {
             self.lock_scope()
         }
+    }
+
+    async fn reply_later(&self, event: &Event, reply: &Reply) -> Result<(), AdapterError> {
+        let Reply::Message { message, .. } = reply else {
+            return Err(AdapterError::Unsupported("modals"));
+        };
+        self.later
+            .lock()
+            .unwrap()
+            .push((event.id.to_string(), message.text.clone()));
+        Ok(())
     }
 
     fn respond(&self, _: Option<&Event>, verdict: &Verdict) -> http::Response<Bytes> {
@@ -99,6 +112,7 @@ type Ran = Arc<Mutex<Vec<(String, Vec<String>)>>>;
 fn bot(options: RuntimeOptions, ran: &Ran) -> (Bot, Batchy) {
     let adapter = Batchy {
         posts: ScriptedAdapter::new("posts"),
+        later: Arc::default(),
     };
     let ran = Arc::clone(ran);
     let bot = Bot::builder()
@@ -110,6 +124,12 @@ fn bot(options: RuntimeOptions, ran: &Ran) -> (Bot, Batchy) {
             async move {
                 if e.text() == Some("slow") {
                     tokio::time::sleep(Duration::from_secs(5)).await;
+                }
+                if e.text() == Some("reply") {
+                    ctx.reply(Reply::ephemeral(format!("reply to {}", e.id)));
+                }
+                if e.text() == Some("fail") {
+                    return Err("this one fails".into());
                 }
                 if e.text() == Some("stream") {
                     let pieces = futures_util::stream::iter(["one", " two", " three"]);
@@ -226,4 +246,25 @@ async fn a_platform_that_cannot_edit_gets_a_streamed_answer_whole() {
     send(&bot, &[mention("s", "C1", "1", "stream")]).await;
     assert!(bot.idle(Duration::from_secs(10)).await);
     assert_eq!(adapter.posts.posts(), ["one two three"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_in_a_batch_goes_out_even_when_a_later_event_fails() {
+    let ran = Ran::default();
+    let (bot, adapter) = bot(RuntimeOptions::default(), &ran);
+    let answer = send(
+        &bot,
+        &[
+            mention("r", "C1", "1", "reply"),
+            mention("f", "C2", "2", "fail"),
+        ],
+    )
+    .await;
+    assert_eq!(answer.body(), "failed", "the failed event is sent again");
+    assert!(bot.idle(Duration::from_secs(10)).await);
+    assert_eq!(
+        adapter.later.lock().unwrap().clone(),
+        [("r".to_owned(), "reply to r".to_owned())],
+        "the first event's reply was not dropped with the batch's answer"
+    );
 }

@@ -306,16 +306,20 @@ fn callback(cx: &Context<'_>, id: String, q: &CallbackQuery) -> Result<Inbound, 
             .ok_or_else(|| malformed("a callback_query without id"))?;
     let user = q.from.as_ref().map(|u| cx.author(u)).unwrap_or_default();
     let message = q.message.as_ref();
-    let thread = message
-        .and_then(|m| {
-            let topic = m
-                .is_topic_message
-                .unwrap_or(false)
-                .then_some(m.message_thread_id)
-                .flatten();
-            cx.thread(m.chat.as_ref()?, topic)
-        })
-        .ok_or_else(|| malformed("a callback_query without its message's chat"))?;
+    let Some(thread) = message.and_then(|m| {
+        let topic = m
+            .is_topic_message
+            .unwrap_or(false)
+            .then_some(m.message_thread_id)
+            .flatten();
+        cx.thread(m.chat.as_ref()?, topic)
+    }) else {
+        // A click on a message sent in inline mode (`inline_message_id`):
+        // it has no chat for a conversation.
+        return Ok(Inbound::Ignored {
+            reason: "unsupported:inline_callback".to_owned(),
+        });
+    };
     let (action_id, value) = crate::keyboard::action_of(q.data.as_deref().unwrap_or_default());
     let mut action = Action::new(action_id, user);
     action.value = value.map(str::to_owned);

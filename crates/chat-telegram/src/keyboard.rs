@@ -29,6 +29,11 @@ pub fn callback_data(action_id: &str, value: Option<&str>) -> Result<String, Ada
         Some(v) => format!("{action_id}{SEPARATOR}{v}"),
         None => action_id.to_owned(),
     };
+    if data.is_empty() {
+        return Err(AdapterError::Invalid(
+            "a button without an action id: Telegram's callback_data is 1-64 bytes".to_owned(),
+        ));
+    }
     if data.len() > MAX_CALLBACK_DATA {
         return Err(AdapterError::Invalid(format!(
             "button {action_id:?}: callback_data is {} bytes, Telegram takes {MAX_CALLBACK_DATA}",

@@ -16,8 +16,9 @@
 //!   the `update_id`, kept for [`DEDUPE_TTL`] (Telegram drops an update it
 //!   could not deliver after 24 hours).
 //! * **Answer**: a 2xx for what was taken (Telegram resends anything else);
-//!   a command's reply or a button's toast in the webhook answer itself, as
-//!   the Bot API call it is.
+//!   a button's `answerCallbackQuery` (its toast) in the webhook answer
+//!   itself. Every other reply is a Bot API call of its own: Telegram says
+//!   nothing of how a call in the webhook answer went.
 //! * **Talk back** ([`TelegramClient`]): `sendMessage` with Markdown as
 //!   entities ([`text`]), split at 4,096 characters; cards as text and an
 //!   inline keyboard ([`keyboard`], `callback_data` checked against 64

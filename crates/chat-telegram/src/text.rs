@@ -317,8 +317,8 @@ pub(crate) fn byte_offset(text: &str, utf16: i64) -> Option<usize> {
 
 /// The message's text as Markdown: its entities as Markdown markup.
 pub(crate) fn to_markdown(text: &str, entities: &[InEntity]) -> String {
-    let mut marks: Vec<(usize, u8, String)> = Vec::new();
-    for e in entities {
+    let mut marks: Vec<(usize, (u8, usize, usize), String)> = Vec::new();
+    for (i, e) in entities.iter().enumerate() {
         let (open, close) = match e.kind.as_str() {
             "bold" => ("**".to_owned(), "**".to_owned()),
             "italic" => ("_".to_owned(), "_".to_owned()),
@@ -331,9 +331,13 @@ pub(crate) fn to_markdown(text: &str, entities: &[InEntity]) -> String {
             },
             _ => continue,
         };
-        // Opens before closes at one spot; longer spans open first.
-        marks.push((e.start, 1, open));
-        marks.push((e.end, 0, close));
+        // At one spot, what ends closes before what begins opens; of spans
+        // opening together the longer opens first, of spans closing
+        // together the shorter closes first (of equal ones, the last
+        // opened), so they nest.
+        let len = e.end.saturating_sub(e.start);
+        marks.push((e.start, (1, usize::MAX - len, i), open));
+        marks.push((e.end, (0, len, usize::MAX - i), close));
     }
     marks.sort_by_key(|(at, order, _)| (*at, *order));
     let mut out = String::with_capacity(text.len() + marks.len() * 2);
@@ -403,6 +407,30 @@ mod tests {
         let parts = split(&f, 3);
         let texts: Vec<&str> = parts.iter().map(|p| p.text.as_str()).collect();
         assert_eq!(texts, ["ééé", "ééé", "ééé", "é"]);
+    }
+
+    #[test]
+    fn entities_over_one_span_nest_in_markdown() {
+        let e = |kind: &str, start: usize, end: usize| InEntity {
+            kind: kind.to_owned(),
+            start,
+            end,
+            url: None,
+            user: None,
+        };
+        // Bold and italic over the same word; italic inside a longer bold.
+        assert_eq!(
+            to_markdown("hey", &[e("bold", 0, 3), e("italic", 0, 3)]),
+            "**_hey_**"
+        );
+        assert_eq!(
+            to_markdown("a big deal", &[e("italic", 2, 5), e("bold", 0, 10)]),
+            "**a _big_ deal**"
+        );
+        assert_eq!(
+            to_markdown("a big", &[e("italic", 2, 5), e("bold", 0, 5)]),
+            "**a _big_**"
+        );
     }
 
     #[test]

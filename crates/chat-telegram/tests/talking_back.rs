@@ -230,3 +230,25 @@ async fn files_up_and_down_status_users_and_dms() {
     assert!(matches!(private, chat_runtime::Private::DirectMessage(_)));
     let _ = Platform::SLACK;
 }
+
+#[tokio::test]
+async fn a_stream_longer_than_a_message_goes_on_in_the_next() {
+    let fake = FakeTelegram::start().await;
+    let bot = outside(&fake);
+    let t = bot.thread(&thread(GROUP)).unwrap();
+    let words: Vec<String> = (0..1200).map(|i| format!("w{i:04} ")).collect();
+    t.stream_every(futures_util::stream::iter(words), Duration::from_millis(1))
+        .await
+        .unwrap();
+    let sent: Vec<String> = fake
+        .messages(GROUP)
+        .iter()
+        .map(|m| m["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(sent.len(), 2, "7,200 characters in two messages");
+    assert!(sent.iter().all(|m| m.encode_utf16().count() <= 4096));
+    let words_seen: Vec<&str> = sent.iter().flat_map(|m| m.split_whitespace()).collect();
+    assert_eq!(words_seen.len(), 1200, "every word, once");
+    assert_eq!(words_seen[0], "w0000");
+    assert_eq!(words_seen[1199], "w1199");
+}

@@ -41,7 +41,19 @@ fn bot(fake: &FakeTelegram, options: RuntimeOptions, seen: &Seen) -> Bot {
                     tokio::time::sleep(Duration::from_millis(300)).await;
                 }
                 if let EventKind::SlashCommand(c) = &e.kind {
-                    ctx.reply(chat_core::Reply::ephemeral(format!("echo: {}", c.text)));
+                    let text = format!("echo: {}", c.text);
+                    if c.text == "secret" {
+                        // Nothing in a group is shown to one member only.
+                        let refused = ctx.reply_ephemeral(text).await;
+                        assert!(
+                            matches!(refused, Err(chat_core::AdapterError::Unsupported(_))),
+                            "{refused:?}"
+                        );
+                    } else if c.text == "long" {
+                        ctx.reply_in_channel("word ".repeat(1000)).await?;
+                    } else {
+                        ctx.reply_in_channel(text).await?;
+                    }
                 }
                 if let EventKind::Action(a) = &e.kind {
                     ctx.thread()
@@ -166,13 +178,16 @@ async fn mentions_replies_and_commands_in_a_group() {
         panic!("a command");
     };
     assert_eq!((c.command.as_str(), c.text.as_str()), ("/echo", "two"));
-    // A command's reply is the webhook answer itself: one sendMessage, as a
-    // reply to the command.
-    let body: Value = serde_json::from_slice(answers[4].body()).unwrap();
-    assert_eq!(body["method"], "sendMessage");
-    assert_eq!(body["text"], "echo: one");
-    assert_eq!(body["chat_id"], tg.chat_id());
-    assert_eq!(body["reply_parameters"]["message_id"], 5);
+    // A command's reply is a call of its own (Telegram says nothing of a
+    // call in the webhook answer), replying to the command.
+    assert!(answers[4].body().is_empty());
+    let sends = fake.calls_of("sendMessage");
+    let one = sends
+        .iter()
+        .find(|c| c.body["text"] == "echo: one")
+        .unwrap();
+    assert_eq!(one.body["chat_id"], tg.chat_id());
+    assert_eq!(one.body["reply_parameters"]["message_id"], 5);
     assert_eq!(
         fake.calls_of("getMe").len(),
         1,
@@ -335,4 +350,56 @@ async fn several_bots_each_with_their_token_and_secret() {
         ]
     );
     let _ = TenantId::new("111");
+}
+
+#[tokio::test]
+async fn a_long_reply_is_split_and_an_ephemeral_one_in_a_group_is_refused() {
+    let fake = FakeTelegram::start().await;
+    let seen = Seen::default();
+    let bot = bot(&fake, RuntimeOptions::default(), &seen);
+    let group = TelegramDeliveries::new(SECRET);
+    bot.handle("telegram", group.message(1, 1, "/echo long"))
+        .await;
+    bot.handle("telegram", group.message(2, 2, "/echo secret"))
+        .await;
+    assert!(bot.idle(Duration::from_secs(5)).await);
+    let sent: Vec<String> = fake
+        .messages(group.chat_id())
+        .iter()
+        .map(|m| m["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(sent.len(), 2, "5,000 characters in two messages");
+    assert!(sent.iter().all(|t| t.encode_utf16().count() <= 4096));
+    assert_eq!(sent.concat().split_whitespace().count(), 1000);
+    assert!(
+        !sent.iter().any(|t| t.contains("secret")),
+        "nothing meant for one member was posted to the group"
+    );
+    assert!(
+        ids(&seen).contains(&"update:2".to_owned()),
+        "the handler saw Unsupported and went on"
+    );
+}
+
+#[tokio::test]
+async fn a_mention_that_cannot_be_told_ours_yet_is_sent_again() {
+    let fake = FakeTelegram::start().await;
+    fake.set_username(&BOT_ID.to_string(), "echo_bot");
+    fake.fail("getMe", 401, "Unauthorized", 1);
+    let seen = Seen::default();
+    let bot = bot(&fake, RuntimeOptions::default(), &seen);
+    let group = TelegramDeliveries::new(SECRET);
+    let first = bot
+        .handle("telegram", group.message(1, 1, "/echo@other_bot hi"))
+        .await;
+    assert_eq!(first.status(), 500, "Telegram is told to send it again");
+    let again = bot
+        .handle("telegram", group.message(1, 1, "/echo@other_bot hi"))
+        .await;
+    assert_eq!(again.status(), 200);
+    assert!(bot.idle(Duration::from_secs(5)).await);
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "another bot's command did not run here"
+    );
 }

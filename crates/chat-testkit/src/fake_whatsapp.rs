@@ -108,6 +108,9 @@ struct Numbers {
     wrote: HashMap<(String, String), Instant>,
     /// Read receipts: (phone number id, message id, typing indicator).
     read: Vec<(String, String, bool)>,
+    /// The statuses of messages that failed after they were accepted:
+    /// (phone number id, status object).
+    statuses: Vec<(String, Value)>,
     /// Media by id: name, type, bytes.
     media: HashMap<String, (String, String, Bytes)>,
     next_id: u64,
@@ -125,9 +128,11 @@ type Shared = Fake<WhatsAppCall, WhatsAppApi, Numbers>;
 ///   WhatsApp refuses: no bearer token (`190`), a text over 4,096 characters
 ///   or empty, reply buttons over 3 or titles over 20 characters, a list of
 ///   over 10 rows or row titles over 24, an interactive body over 1,024,
-///   an unknown media id — and any message but a template or a read receipt
-///   to a user who has not written within 24 hours ([`user_wrote`](Self::user_wrote);
-///   `131047`, "Re-engagement message").
+///   an unknown media id. Any message but a template or a read receipt to a
+///   user who has not written within 24 hours ([`user_wrote`](Self::user_wrote))
+///   is accepted, not delivered, and reported as a `failed` status with
+///   error `131047` ([`failed_statuses`](Self::failed_statuses)), as the
+///   Cloud API does.
 /// * `POST /{phone-number-id}/media` stores an upload; `GET /{media-id}`
 ///   answers its URL (on the fake), which serves the bytes to a bearer.
 ///   [`add_media`](Self::add_media) adds one a user sent.
@@ -231,6 +236,14 @@ impl FakeWhatsApp {
     /// the typing indicator came with it.
     pub fn read_receipts(&self) -> Vec<(String, String, bool)> {
         self.shared.state(|n| n.read.clone())
+    }
+
+    /// The statuses WhatsApp would deliver for messages that were accepted
+    /// and then failed (a message outside the 24-hour window: error
+    /// 131047), with the phone number id they are for; deliver them with
+    /// `WhatsAppDeliveries::statuses`.
+    pub fn failed_statuses(&self) -> Vec<(String, Value)> {
+        self.shared.state(|n| n.statuses.clone())
     }
 
     /// Queues `reply` for the next call of `endpoint`.
@@ -425,17 +438,26 @@ fn send(numbers: &mut Numbers, phone: &str, body: &Value) -> Answer {
         .wrote
         .get(&key)
         .is_some_and(|at| at.elapsed() < WINDOW);
-    if kind != "template" && !open {
-        return refusal(
-            131_047,
-            "Re-engagement message: more than 24 hours have passed since the recipient last replied to the sender number",
-        );
-    }
     numbers.next_id += 1;
     let id = format!("wamid.FAKE{:08}", numbers.next_id);
-    let mut message = body.clone();
-    message["id"] = json!(id);
-    numbers.chats.entry(key).or_default().push(message);
+    if kind != "template" && !open {
+        // Accepted, then failed: the Cloud API reports the closed window in
+        // a status, not in the answer.
+        numbers.statuses.push((
+            phone.to_owned(),
+            json!({
+                "id": id, "status": "failed", "timestamp": "1700000000", "recipient_id": to,
+                "errors": [{
+                    "code": 131_047,
+                    "title": "Message failed to send because more than 24 hours have passed since the customer last replied to this number.",
+                }],
+            }),
+        ));
+    } else {
+        let mut message = body.clone();
+        message["id"] = json!(id);
+        numbers.chats.entry(key).or_default().push(message);
+    }
     (
         StatusCode::OK,
         json!({

@@ -37,10 +37,23 @@ fn malformed(what: &str) -> WebhookError {
     WebhookError::Malformed(format!("whatsapp: {what}"))
 }
 
-/// What parsing needs besides the body.
+/// What parsing needs besides the body, and what it learns of the users
+/// who wrote.
 pub(crate) struct Context<'a> {
     pub(crate) received_at_ms: u64,
     pub(crate) raw: &'a Bytes,
+    pub(crate) heard: std::cell::RefCell<Vec<Heard>>,
+}
+
+/// A user's message to a business number: who, which, when (Unix seconds,
+/// as WhatsApp says), and the name on their profile.
+#[derive(Debug, Clone)]
+pub(crate) struct Heard {
+    pub(crate) phone: String,
+    pub(crate) user: String,
+    pub(crate) message: String,
+    pub(crate) at_secs: Option<u64>,
+    pub(crate) name: Option<String>,
 }
 
 impl Context<'_> {
@@ -100,6 +113,13 @@ fn change_events(cx: &Context<'_>, v: &ChangeValue) -> Result<Vec<Event>, Webhoo
         let thread = ThreadRef::new(WHATSAPP, phone.as_str(), from, "");
         let mut author = Author::new(from);
         author.name = name_of(from);
+        cx.heard.borrow_mut().push(Heard {
+            phone: phone.clone(),
+            user: from.to_owned(),
+            message: id.to_owned(),
+            at_secs: m.timestamp.as_deref().and_then(|t| t.parse().ok()),
+            name: author.name.clone(),
+        });
         events.push(cx.event(id.to_owned(), thread, message_kind(m, id, author)));
     }
     for s in &v.statuses {

@@ -48,8 +48,15 @@ pub fn action_of(id: &str) -> (&str, Option<&str>) {
     }
 }
 
+/// `text` is 1 to `max` characters, as every title, id and body of an
+/// interactive message must be.
 fn too_long(what: &str, text: &str, max: usize) -> Result<(), AdapterError> {
     let n = text.chars().count();
+    if n == 0 {
+        return Err(AdapterError::Invalid(format!(
+            "{what} is empty; WhatsApp takes 1 to {max} characters"
+        )));
+    }
     if n > max {
         return Err(AdapterError::Invalid(format!(
             "{what} {text:?} has {n} characters; WhatsApp takes {max}"
@@ -106,10 +113,17 @@ pub fn render(card: &Card) -> Result<Option<Value>, AdapterError> {
         }
         too_long("the list's button", &select.placeholder, MAX_BUTTON_TITLE)?;
         let mut rows = Vec::new();
+        let mut ids = Vec::new();
         for o in &select.options {
             too_long("a list row", &o.text, MAX_ROW_TITLE)?;
             let id = id_of(&select.action_id, Some(&o.value));
             too_long("a list row's id", &id, MAX_ROW_ID)?;
+            if ids.contains(&id) {
+                return Err(AdapterError::Invalid(format!(
+                    "two rows with the id {id:?}: WhatsApp's are unique"
+                )));
+            }
+            ids.push(id.clone());
             rows.push(json!({ "id": id, "title": o.text }));
         }
         return Ok(Some(json!({
@@ -125,13 +139,19 @@ pub fn render(card: &Card) -> Result<Option<Value>, AdapterError> {
         )));
     }
     let mut replies = Vec::new();
+    let mut ids = Vec::new();
     for b in buttons {
         too_long("a button", &b.text, MAX_BUTTON_TITLE)?;
-        let id = id_of(
-            b.action_id.as_deref().unwrap_or_default(),
-            b.value.as_deref(),
-        );
+        let action = b.action_id.as_deref().unwrap_or_default();
+        too_long("a button's action id", action, MAX_BUTTON_ID)?;
+        let id = id_of(action, b.value.as_deref());
         too_long("a button's id", &id, MAX_BUTTON_ID)?;
+        if ids.contains(&id) {
+            return Err(AdapterError::Invalid(format!(
+                "two buttons with the id {id:?}: WhatsApp's are unique"
+            )));
+        }
+        ids.push(id.clone());
         replies.push(json!({ "type": "reply", "reply": { "id": id, "title": b.text } }));
     }
     Ok(Some(json!({
@@ -184,6 +204,21 @@ mod tests {
         assert!(matches!(render(&four), Err(AdapterError::Invalid(m)) if m.contains("at most 3")));
         let long = Card::new().actions([Button::new("b", "a title of more than twenty").into()]);
         assert!(matches!(render(&long), Err(AdapterError::Invalid(m)) if m.contains("20")));
+        let untitled = Card::new()
+            .section("x")
+            .actions([Button::new("b", "").into()]);
+        assert!(matches!(render(&untitled), Err(AdapterError::Invalid(m)) if m.contains("empty")));
+        let twins = Card::new().section("x").actions([
+            Button::new("b", "One").into(),
+            Button::new("b", "Two").into(),
+        ]);
+        assert!(matches!(render(&twins), Err(AdapterError::Invalid(m)) if m.contains("unique")));
+        let unlabelled = Card::new()
+            .section("x")
+            .actions([Select::new("s", "").option("A", "a").into()]);
+        assert!(
+            matches!(render(&unlabelled), Err(AdapterError::Invalid(m)) if m.contains("empty"))
+        );
         let rows = (0..11).fold(Select::new("s", "Pick"), |s, i| {
             s.option(format!("r{i}"), "v")
         });

@@ -22,8 +22,12 @@
 //!   list ([`interactive`], WhatsApp's limits checked before the call);
 //!   reactions; read receipts with the typing indicator; media uploads;
 //!   templates ([`WhatsAppAdapter::send_template`]) — the way to write to a
-//!   user after the 24-hour customer-service window closed, which any other
-//!   message meets as [`AdapterError::WindowClosed`](chat_core::AdapterError::WindowClosed).
+//!   user after the 24-hour customer-service window closed. Another message
+//!   to a user this process last heard from over 24 hours ago is
+//!   [`AdapterError::WindowClosed`](chat_core::AdapterError::WindowClosed)
+//!   before any call; one the Cloud API accepts and then refuses comes back
+//!   as a `failed` [`Status`] whose [`window_closed`](Status::window_closed)
+//!   is true.
 //!   WhatsApp messages cannot be edited or deleted by the API: a streamed
 //!   answer is posted whole, and an edit is a typed `Unsupported`.
 //!
@@ -76,6 +80,7 @@ mod inbound;
 pub mod interactive;
 mod payload;
 pub mod signature;
+mod status;
 
 use chat_core::Platform;
 
@@ -83,6 +88,7 @@ pub use adapter::{DEDUPE_TTL, MAX_DOWNLOAD, Template, WhatsAppAdapter, WhatsAppA
 pub use client::{DEFAULT_API_URL, SERVICE_WINDOW, WINDOW_CLOSED_CODE, WhatsAppClient};
 pub use error::BuildError;
 pub use inbound::STATUS_EVENT;
+pub use status::{Status, StatusError};
 
 /// The WhatsApp platform.
 pub const WHATSAPP: Platform = Platform::new("whatsapp");
@@ -93,9 +99,9 @@ pub mod routes {
 
     /// A message status (`sent`, `delivered`, `read`, `failed`) of a message
     /// the bot sent: the event is an [`OtherEvent`](chat_core::OtherEvent)
-    /// named [`STATUS_EVENT`](crate::STATUS_EVENT) whose data is the
-    /// status object (`id`, `status`, `recipient_id`, `errors`). Unrouted,
-    /// statuses are acknowledged and recorded as ignored.
+    /// named [`STATUS_EVENT`](crate::STATUS_EVENT), read with
+    /// [`Status::of`](crate::Status::of). Unrouted, statuses are
+    /// acknowledged and recorded as ignored.
     pub fn status() -> Route {
         Route::other(crate::STATUS_EVENT)
     }

@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chat_core::card::{Button, Card, Select};
@@ -17,7 +18,7 @@ use chat_runtime::{Bot, BoxError, Ctx, Event};
 use chat_state_memory::MemoryState;
 use chat_testkit::FakeWhatsApp;
 use chat_testkit::signed::WhatsAppDeliveries;
-use chat_whatsapp::{SERVICE_WINDOW, Template, WHATSAPP, WhatsAppAdapter};
+use chat_whatsapp::{SERVICE_WINDOW, Status, Template, WHATSAPP, WhatsAppAdapter};
 use serde_json::json;
 
 const PHONE: &str = "106540352242922";
@@ -138,28 +139,84 @@ async fn cards_are_buttons_or_lists_checked_before_the_call() {
 }
 
 #[tokio::test]
-async fn past_the_window_a_message_is_a_typed_error_and_a_template_goes_through() {
+async fn past_the_window_a_reply_is_refused_or_reported_and_a_template_goes_through() {
     let fake = FakeWhatsApp::start().await;
+    let refused: Arc<Mutex<Vec<AdapterError>>> = Arc::default();
+    let statuses: Arc<Mutex<Vec<Status>>> = Arc::default();
+    let (r, st) = (Arc::clone(&refused), Arc::clone(&statuses));
+    let bot = Bot::builder()
+        .state(MemoryState::new())
+        .adapter(adapter(&fake))
+        .on_new_mention(move |ctx: Ctx, _e: Event| {
+            let r = Arc::clone(&r);
+            async move {
+                if let Err(e) = ctx.thread().post("hello again").await {
+                    r.lock().unwrap().push(e);
+                }
+                Ok::<_, BoxError>(())
+            }
+        })
+        .on(chat_whatsapp::routes::status(), move |_c: Ctx, e: Event| {
+            let st = Arc::clone(&st);
+            async move {
+                st.lock().unwrap().extend(Status::of(&e));
+                Ok::<_, BoxError>(())
+            }
+        })
+        .build()
+        .unwrap();
+
+    // Ada last wrote 25 hours ago: the reply is refused before any call.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let old = WhatsAppDeliveries::new("s").sent_at(now - 25 * 3600);
+    bot.handle("whatsapp", old.text("wamid.OLD", "hi")).await;
+    assert!(bot.idle(Duration::from_secs(5)).await);
+    let errors = std::mem::take(&mut *refused.lock().unwrap());
+    assert!(
+        matches!(errors.as_slice(), [AdapterError::WindowClosed { window }] if *window == SERVICE_WINDOW),
+        "{errors:?}"
+    );
+    assert!(
+        errors[0].to_string().contains("86400s"),
+        "says how long the window is"
+    );
+    assert!(fake.calls_of("messages").is_empty(), "no call was made");
+
+    // An adapter that never heard the user sends; WhatsApp accepts the
+    // message, then reports it failed in a status, which the bot sees.
     let wa = adapter(&fake);
-    let refused = wa.post(&chat(), &"hello again".into()).await;
-    assert!(
-        matches!(refused, Err(AdapterError::WindowClosed { window }) if window == SERVICE_WINDOW),
-        "{refused:?}"
-    );
-    assert!(
-        refused.unwrap_err().to_string().contains("86400s"),
-        "the error says how long the window is"
-    );
+    let sent = wa.post(&chat(), &"hello again".into()).await.unwrap();
+    assert!(fake.texts(PHONE, USER).is_empty(), "nothing was delivered");
+    let failed: Vec<serde_json::Value> = fake
+        .failed_statuses()
+        .into_iter()
+        .map(|(_, status)| status)
+        .collect();
+    bot.handle("whatsapp", WhatsAppDeliveries::new("s").statuses(&failed))
+        .await;
+    assert!(bot.idle(Duration::from_secs(5)).await);
+    let seen = statuses.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].message_id, sent.id);
+    assert_eq!(seen[0].status, "failed");
+    assert!(seen[0].window_closed());
+
+    // A template goes through, window or not.
     let template = Template::new("order_update", "en_US").component(json!({
         "type": "body", "parameters": [{"type": "text", "text": "#1234"}],
     }));
-    let sent = wa.send_template(&chat(), &template).await.unwrap();
-    assert!(sent.id.starts_with("wamid."));
-    let message = &fake.messages(PHONE, USER)[0];
-    assert_eq!(message["template"]["name"], "order_update");
+    wa.send_template(&chat(), &template).await.unwrap();
+    assert_eq!(
+        fake.messages(PHONE, USER)[0]["template"]["name"],
+        "order_update"
+    );
     // Once the user writes, the window is open for 24 hours.
     fake.user_wrote(PHONE, USER);
     wa.post(&chat(), &"welcome back".into()).await.unwrap();
+    assert_eq!(fake.texts(PHONE, USER), ["welcome back"]);
 }
 
 #[tokio::test]

@@ -46,6 +46,14 @@ pub trait Messaging: Send + Sync + 'static {
         true
     }
 
+    /// The longest text one message holds, in UTF-16 code units of its
+    /// Markdown (Telegram: 4,096), when the platform has a limit a streamed
+    /// answer can reach. A stream by edits that grows past it goes on in a
+    /// new message instead of failing its next edit. Default: `None`.
+    fn max_text_len(&self) -> Option<usize> {
+        None
+    }
+
     /// The text that mentions user `user_id` in a message on this platform,
     /// when the id alone says it (Slack `<@U1>`). Default: `None` — the
     /// runtime then looks the user up ([`UserInfo::mention`](crate::UserInfo::mention)).

@@ -225,13 +225,14 @@ pub trait Webhook: Send + Sync + 'static {
         }
     }
 
-    /// Whether a handler's [`Reply`] to `event` can go in the delivery's
-    /// HTTP response. When not (WhatsApp: Meta reads nothing of the
-    /// answer), a reply given while the response is still open goes through
-    /// [`reply_later`](Self::reply_later) instead of being put in a response
-    /// nobody reads. Default: `true`.
-    fn replies_in_response(&self, event: &Event) -> bool {
-        let _ = event;
+    /// Whether a handler's `reply` to `event` can go in the delivery's HTTP
+    /// response. When not — the platform reads nothing of the answer
+    /// (WhatsApp), or says nothing of how a call in it went and the reply
+    /// must not be lost unseen (Telegram, but for a click's toast) — a reply
+    /// given while the response is still open goes through
+    /// [`reply_later`](Self::reply_later) instead. Default: `true`.
+    fn replies_in_response(&self, event: &Event, reply: &Reply) -> bool {
+        let _ = (event, reply);
         true
     }
 

@@ -238,10 +238,14 @@ impl Thread {
         mut pieces: Pieces<'_>,
         interval: Duration,
     ) -> Result<SentMessage, AdapterError> {
-        let sent = self
+        let limit = self.adapter.max_text_len();
+        let mut sent = self
             .post(OutboundMessage::markdown(heal_markdown(&first)))
             .await?;
         let mut full = first;
+        // Where the message being edited begins in `full`: past a message
+        // that filled up, the answer goes on in a new one.
+        let mut base = 0;
         let mut shown = heal_markdown(&full);
         // How much of `full` the last render showed.
         let mut rendered = full.len();
@@ -259,7 +263,18 @@ impl Thread {
                 },
                 () = tokio::time::sleep_until(next_edit), if full.len() != rendered => {
                     rendered = full.len();
-                    let healed = heal_markdown(&full);
+                    if let Some(cut) = limit.and_then(|l| overflow(&full[base..], l)) {
+                        // The full message's last render, then the rest in
+                        // a new one.
+                        sent.edit(OutboundMessage::markdown(full[base..base + cut].trim_end()))
+                            .await?;
+                        base += cut;
+                        shown = heal_markdown(&full[base..]);
+                        sent = self.post(OutboundMessage::markdown(shown.as_str())).await?;
+                        next_edit = Instant::now() + interval;
+                        continue;
+                    }
+                    let healed = heal_markdown(&full[base..]);
                     if healed != shown {
                         shown = healed;
                         sent.edit(OutboundMessage::markdown(shown.as_str())).await?;
@@ -269,19 +284,68 @@ impl Thread {
             }
         }
         // The final render: the text as it came, or — cut by a failed
-        // source — healed.
-        let last = match failed {
-            Some(_) => heal_markdown(&full),
-            None => full,
-        };
-        if last != shown {
-            // The final edit keeps the spacing too.
-            tokio::time::sleep_until(next_edit).await;
-            sent.edit(OutboundMessage::markdown(last)).await?;
+        // source — healed; past the limit, in as many messages as it takes.
+        loop {
+            let rest = &full[base..];
+            let cut = limit.and_then(|l| overflow(rest, l));
+            let part = match cut {
+                Some(cut) => rest[..cut].trim_end().to_owned(),
+                None if failed.is_some() => heal_markdown(rest),
+                None => rest.to_owned(),
+            };
+            if part != shown {
+                // The final edit keeps the spacing too.
+                tokio::time::sleep_until(next_edit).await;
+                sent.edit(OutboundMessage::markdown(part)).await?;
+                next_edit = Instant::now() + interval;
+            }
+            let Some(cut) = cut else { break };
+            base += cut;
+            shown = heal_markdown(&full[base..]);
+            sent = self.post(OutboundMessage::markdown(shown.as_str())).await?;
         }
         match failed {
             Some(e) => Err(AdapterError::Source(e)),
             None => Ok(sent),
         }
+    }
+}
+
+/// Where `text` must be cut to fit `limit` UTF-16 code units: after the
+/// last line end (else space) that fits, else at the limit itself; `None`
+/// when it fits whole.
+fn overflow(text: &str, limit: usize) -> Option<usize> {
+    let mut units = 0;
+    let mut fit = None;
+    for (i, c) in text.char_indices() {
+        units += c.len_utf16();
+        if units > limit.max(1) {
+            fit = Some(i);
+            break;
+        }
+    }
+    let fit = fit?;
+    let head = &text[..fit];
+    let cut = head
+        .rfind('\n')
+        .or_else(|| head.rfind(' '))
+        .map(|i| i + 1)
+        .filter(|&i| i > 0)
+        .unwrap_or(fit);
+    // A first character wider than the limit still moves on.
+    Some(cut.max(text.chars().next().map_or(1, char::len_utf8)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::overflow;
+
+    #[test]
+    fn a_text_past_the_limit_is_cut_at_a_line_or_word_end() {
+        assert_eq!(overflow("short", 10), None);
+        assert_eq!(overflow("one two three", 8), Some(8), "after `one two `");
+        assert_eq!(overflow("line one\nline two", 12), Some(9));
+        assert_eq!(overflow("abcdefghij", 4), Some(4), "no space: at the limit");
+        assert_eq!(overflow("🚀🚀🚀", 3), Some(4), "by UTF-16 units, on a char");
     }
 }

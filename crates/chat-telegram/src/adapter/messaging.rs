@@ -31,27 +31,6 @@ pub(crate) fn render(
     })
 }
 
-/// The body of one `sendMessage` (the whole message must fit one: the
-/// webhook answer's call, a reply), or its first 4,096 characters.
-pub(crate) fn send_message_body(
-    chat: i64,
-    topic: Option<i64>,
-    message: &OutboundMessage,
-) -> Result<Value, AdapterError> {
-    let (formatted, keyboard) = render(message)?;
-    let part = split(&formatted, MAX_TEXT)
-        .into_iter()
-        .next()
-        .unwrap_or_default();
-    if part.len_utf16() < formatted.len_utf16() {
-        tracing::warn!(
-            length = formatted.len_utf16(),
-            "telegram: an answer in the webhook response is longer than one message; sent cut"
-        );
-    }
-    Ok(message_body(chat, topic, &part, keyboard.as_ref()))
-}
-
 fn message_body(
     chat: i64,
     topic: Option<i64>,
@@ -80,12 +59,14 @@ fn message_id(result: &Value) -> Result<String, AdapterError> {
 
 impl TelegramAdapter {
     /// `sendMessage` of `formatted`, split into messages of at most 4,096
-    /// characters, the keyboard on the last; the last message's id.
-    async fn send(
+    /// characters, the keyboard on the last, the first replying to message
+    /// `reply_to` when given; the last message's id.
+    pub(crate) async fn send(
         &self,
         thread: &ThreadRef,
         formatted: &Formatted,
         keyboard: Option<&Value>,
+        reply_to: Option<i64>,
     ) -> Result<String, AdapterError> {
         let (chat, topic) = chat_of(thread)?;
         let client = self.client_for(&thread.tenant).await?;
@@ -94,9 +75,12 @@ impl TelegramAdapter {
         let mut id = None;
         for (i, part) in parts.iter().enumerate() {
             let keyboard = if i == last { keyboard } else { None };
-            let sent = client
-                .call("sendMessage", &message_body(chat, topic, part, keyboard))
-                .await?;
+            let mut body = message_body(chat, topic, part, keyboard);
+            if let Some(to) = reply_to.filter(|_| i == 0) {
+                body["reply_parameters"] =
+                    json!({ "message_id": to, "allow_sending_without_reply": true });
+            }
+            let sent = client.call("sendMessage", &body).await?;
             id = Some(message_id(&sent)?);
         }
         id.ok_or_else(|| AdapterError::Invalid("an empty message".to_owned()))
@@ -131,7 +115,9 @@ impl chat_core::Messaging for TelegramAdapter {
         message: &OutboundMessage,
     ) -> Result<MessageRef, AdapterError> {
         let (formatted, keyboard) = render(message)?;
-        let id = self.send(thread, &formatted, keyboard.as_ref()).await?;
+        let id = self
+            .send(thread, &formatted, keyboard.as_ref(), None)
+            .await?;
         Ok(MessageRef {
             thread: thread.clone(),
             id,
@@ -167,6 +153,11 @@ impl chat_core::Messaging for TelegramAdapter {
                 code: format!("{}: {}", r.status.as_u16(), r.description),
             }),
         }
+    }
+
+    /// 4,096: a stream by edits goes on in a new message past it.
+    fn max_text_len(&self) -> Option<usize> {
+        Some(MAX_TEXT)
     }
 
     /// `deleteMessage`.
@@ -266,8 +257,7 @@ impl chat_core::Streams for TelegramAdapter {
         self.drafts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .text
-            .insert(id.clone(), text.to_owned());
+            .started(&id, text);
         self.draft(thread, draft, text).await?;
         Ok(MessageRef {
             thread: thread.clone(),
@@ -293,7 +283,7 @@ impl chat_core::Streams for TelegramAdapter {
     /// later edits of the stream's message change.
     async fn stop_stream(&self, stream: &MessageRef, full_text: &str) -> Result<(), AdapterError> {
         let formatted = markdown(full_text);
-        let id = self.send(&stream.thread, &formatted, None).await?;
+        let id = self.send(&stream.thread, &formatted, None, None).await?;
         self.drafts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -50,14 +50,27 @@ pub struct TelegramAdapter {
 #[derive(Debug, Default)]
 pub(crate) struct Drafts {
     pub(crate) text: HashMap<String, String>,
+    started: std::collections::VecDeque<String>,
     pub(crate) done: HashMap<String, String>,
-    pub(crate) order: std::collections::VecDeque<String>,
+    order: std::collections::VecDeque<String>,
 }
 
-/// How many finished drafts the adapter remembers.
+/// How many drafts, open and finished, the adapter remembers of each.
 const DRAFTS_KEPT: usize = 1024;
 
 impl Drafts {
+    /// A draft opened with `text` (one never finished is forgotten among
+    /// the oldest).
+    pub(crate) fn started(&mut self, draft: &str, text: &str) {
+        self.text.insert(draft.to_owned(), text.to_owned());
+        self.started.push_back(draft.to_owned());
+        while self.started.len() > DRAFTS_KEPT {
+            if let Some(old) = self.started.pop_front() {
+                self.text.remove(&old);
+            }
+        }
+    }
+
     pub(crate) fn finished(&mut self, draft: &str, message_id: String) {
         self.text.remove(draft);
         self.done.insert(draft.to_owned(), message_id);

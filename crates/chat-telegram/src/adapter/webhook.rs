@@ -4,8 +4,10 @@
 //! Telegram counts any 2xx as delivered and sends the update again after
 //! anything else, "and give[s] up after a reasonable number of attempts"
 //! (`setWebhook`). A webhook answer may carry one Bot API call as its body
-//! (*Making requests when getting updates*): a command's reply and a
-//! button's `answerCallbackQuery` go that way, with no extra request.
+//! (*Making requests when getting updates*), but "it is not possible to know
+//! that such a request was successful or get its result": only a button's
+//! `answerCallbackQuery` (its spinner stopped, or its toast) goes that way;
+//! every reply is a call of its own.
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -113,7 +115,8 @@ impl chat_core::Webhook for TelegramAdapter {
     /// Installation mode: the bot must be installed. Either mode: the bot's
     /// username (configured, or `getMe` once) marks its `@mentions` and
     /// commands addressed to it; a command addressed to another bot is
-    /// ignored.
+    /// ignored. When the username cannot be learned now, an update that
+    /// needs it fails, and Telegram sends it again.
     async fn resolve(&self, event: &mut Event) -> Result<Resolution, BoxError> {
         let bot_id = event.thread.tenant.as_str().to_owned();
         if let Some(store) = &self.installations
@@ -132,25 +135,27 @@ impl chat_core::Webhook for TelegramAdapter {
         if !needs_name {
             return Ok(Resolution::Proceed);
         }
-        let me = self.username(&bot_id).await;
+        let Some(me) = self.username(&bot_id).await else {
+            // Whether `@name` is this bot cannot be told now: answered as a
+            // failure, so Telegram sends the update again.
+            return Err("telegram: the bot's username is not known yet (getMe failed); a mention or an addressed command cannot be told ours".into());
+        };
         match &mut event.kind {
             EventKind::Message(m) => {
-                if let Some(me) = &me {
-                    for mention in &mut m.mentions {
-                        if mention
-                            .name
-                            .as_deref()
-                            .is_some_and(|n| n.eq_ignore_ascii_case(me))
-                        {
-                            mention.is_me = true;
-                            m.is_mention = true;
-                        }
+                for mention in &mut m.mentions {
+                    if mention
+                        .name
+                        .as_deref()
+                        .is_some_and(|n| n.eq_ignore_ascii_case(&me))
+                    {
+                        mention.is_me = true;
+                        m.is_mention = true;
                     }
                 }
             }
             EventKind::SlashCommand(c) => {
                 if let Some((command, to)) = c.command.split_once('@') {
-                    if me.as_deref().is_some_and(|me| !me.eq_ignore_ascii_case(to)) {
+                    if !me.eq_ignore_ascii_case(to) {
                         return Ok(Resolution::Ignored {
                             reason: "command-for-another-bot",
                         });
@@ -165,16 +170,14 @@ impl chat_core::Webhook for TelegramAdapter {
 
     fn respond(&self, event: Option<&Event>, verdict: &Verdict) -> http::Response<Bytes> {
         let callback = event.and_then(callback_of);
+        // A button's spinner stops with the answer; the run goes on.
+        let acknowledged = || match &callback {
+            Some((query, _, _)) => json_response(&json!({
+                "method": "answerCallbackQuery", "callback_query_id": query,
+            })),
+            None => empty(StatusCode::OK),
+        };
         match verdict {
-            Verdict::Accepted | Verdict::Duplicate | Verdict::Ignored | Verdict::Working => {
-                // A button's spinner stops with the answer; the run goes on.
-                match callback {
-                    Some((query, _, _)) => json_response(&json!({
-                        "method": "answerCallbackQuery", "callback_query_id": query,
-                    })),
-                    None => empty(StatusCode::OK),
-                }
-            }
             Verdict::AtCapacity => empty(StatusCode::SERVICE_UNAVAILABLE),
             Verdict::Failed => empty(StatusCode::INTERNAL_SERVER_ERROR),
             Verdict::Rejected(e) => {
@@ -187,12 +190,26 @@ impl chat_core::Webhook for TelegramAdapter {
                 *r.status_mut() = status;
                 r
             }
-            Verdict::Reply(reply) => match event.and_then(|e| inline_call(e, reply).ok()) {
-                Some(call) => json_response(&call),
-                None => empty(StatusCode::OK),
+            // Only a toast is given to the response (`replies_in_response`).
+            Verdict::Reply(reply) => match event.and_then(|e| toast_of(e, reply)) {
+                Some(toast) => json_response(&toast),
+                None => {
+                    tracing::warn!(
+                        "telegram: a reply that is not a click's toast reached the webhook answer; not sent"
+                    );
+                    acknowledged()
+                }
             },
-            _ => empty(StatusCode::OK),
+            _ => acknowledged(),
         }
+    }
+
+    /// Only a click's toast (an ephemeral text of at most 200 characters)
+    /// goes in the webhook answer: Telegram says nothing of how a call made
+    /// there went, so every other reply is a Bot API call whose failure is
+    /// seen, split at 4,096 characters and retried after a 429.
+    fn replies_in_response(&self, event: &Event, reply: &Reply) -> bool {
+        toast_of(event, reply).is_some()
     }
 
     /// Messages, cards and the platform's own call (a JSON object with a
@@ -208,20 +225,56 @@ impl chat_core::Webhook for TelegramAdapter {
         }
     }
 
-    /// A command's or a button's answer after the response went out: the
-    /// message posted in the chat (ephemeral text of a button as its toast).
+    /// A command's or a button's answer: a message in the chat replying to
+    /// the command or the clicked message (split at 4,096 characters). An
+    /// ephemeral answer is an ordinary message in a private chat; in a group
+    /// nothing only one member sees exists but a click's toast, which goes
+    /// only in the webhook answer — so there it is
+    /// [`AdapterError::Unsupported`].
     async fn reply_later(&self, event: &Event, reply: &Reply) -> Result<(), AdapterError> {
-        let call = inline_call(event, reply)?;
-        let method = call["method"].as_str().unwrap_or_default().to_owned();
-        let mut body = call;
-        if let Some(o) = body.as_object_mut() {
-            o.remove("method");
+        match reply {
+            Reply::Platform(call) => {
+                let method = call["method"]
+                    .as_str()
+                    .ok_or_else(|| {
+                        AdapterError::Invalid("a Bot API call without its method".to_owned())
+                    })?
+                    .to_owned();
+                let mut body = call.clone();
+                if let Some(o) = body.as_object_mut() {
+                    o.remove("method");
+                }
+                self.client_for(event.tenant())
+                    .await?
+                    .call(&method, &body)
+                    .await
+                    .map(drop)
+            }
+            Reply::Message {
+                message,
+                visibility,
+                ..
+            } => {
+                let (chat, _) = super::chat_of(&event.thread)?;
+                if *visibility == Visibility::Ephemeral && chat < 0 {
+                    return Err(AdapterError::Unsupported(if callback_of(event).is_some() {
+                        "a click's toast goes only in the webhook answer, before the acknowledgement"
+                    } else {
+                        "Telegram has no message only one member of a group sees"
+                    }));
+                }
+                let (formatted, keyboard) = crate::adapter::messaging::render(message)?;
+                self.send(
+                    &event.thread,
+                    &formatted,
+                    keyboard.as_ref(),
+                    reply_target(event),
+                )
+                .await
+                .map(drop)
+            }
+            _ => Err(AdapterError::Unsupported("modals")),
         }
-        self.client_for(event.tenant())
-            .await?
-            .call(&method, &body)
-            .await
-            .map(drop)
     }
 }
 
@@ -239,45 +292,38 @@ fn callback_of(event: &Event) -> Option<(String, String, String)> {
     ))
 }
 
-/// The Bot API call that answers `event` with `reply`: a button's
-/// ephemeral text as its toast (`answerCallbackQuery`), anything else a
-/// message in the chat replying to the command or the clicked message.
-fn inline_call(event: &Event, reply: &Reply) -> Result<Value, AdapterError> {
-    if let Reply::Platform(v) = reply {
-        return Ok(v.clone());
-    }
+/// The longest text of a click's toast.
+const MAX_TOAST: usize = 200;
+
+/// The `answerCallbackQuery` that shows `reply` as a click's toast: an
+/// ephemeral text without a card, of at most 200 characters, to a click.
+fn toast_of(event: &Event, reply: &Reply) -> Option<Value> {
+    let (query, _, _) = callback_of(event)?;
     let Reply::Message {
         message,
-        visibility,
+        visibility: Visibility::Ephemeral,
         ..
     } = reply
     else {
-        return Err(AdapterError::Unsupported("modals"));
+        return None;
     };
-    if let Some((query, _, _)) = callback_of(event)
-        && *visibility == Visibility::Ephemeral
-        && message.card.is_none()
-    {
-        // A toast shows at most 200 characters.
-        let text: String = message.text.chars().take(200).collect();
-        return Ok(json!({
-            "method": "answerCallbackQuery", "callback_query_id": query, "text": text,
-        }));
-    }
-    let (chat, topic) = super::chat_of(&event.thread)?;
-    let reply_to = match &event.kind {
+    (message.card.is_none() && message.text.chars().count() <= MAX_TOAST).then(|| {
+        json!({
+            "method": "answerCallbackQuery", "callback_query_id": query, "text": message.text,
+        })
+    })
+}
+
+/// The message a reply answers: the command's, or the clicked one.
+fn reply_target(event: &Event) -> Option<i64> {
+    let id = match &event.kind {
         EventKind::SlashCommand(c) => c
             .follow_up
             .as_ref()
             .and_then(|h| h.as_str().rsplit_once(':').map(|(_, m)| m.to_owned())),
         _ => callback_of(event).map(|(_, _, m)| m),
     };
-    let mut call = crate::adapter::messaging::send_message_body(chat, topic, message)?;
-    call["method"] = json!("sendMessage");
-    if let Some(id) = reply_to.and_then(|m| m.parse::<i64>().ok()) {
-        call["reply_parameters"] = json!({ "message_id": id, "allow_sending_without_reply": true });
-    }
-    Ok(call)
+    id.and_then(|m| m.parse().ok())
 }
 
 fn empty(status: StatusCode) -> http::Response<Bytes> {

@@ -33,6 +33,8 @@ pub struct WhatsAppDeliveries {
     phone_number_id: String,
     user: String,
     user_name: String,
+    /// When the user wrote (Unix seconds); `None`: now.
+    sent_at: Option<u64>,
 }
 
 impl WhatsAppDeliveries {
@@ -45,7 +47,16 @@ impl WhatsAppDeliveries {
             phone_number_id: "106540352242922".to_owned(),
             user: "16505551234".to_owned(),
             user_name: "Ada".to_owned(),
+            sent_at: None,
         }
+    }
+
+    /// When the user wrote the messages (Unix seconds), default the moment
+    /// each is built: a message older than 24 hours closed the window.
+    #[must_use]
+    pub fn sent_at(mut self, unix_secs: u64) -> Self {
+        self.sent_at = Some(unix_secs);
+        self
     }
 
     /// The request path.
@@ -147,8 +158,9 @@ impl WhatsAppDeliveries {
 
     /// The message object of type `kind` with `object` as its content.
     pub fn message_object(&self, wamid: &str, kind: &str, object: &Value) -> Value {
+        let at = self.sent_at.unwrap_or_else(|| super::now_ms() / 1000);
         let mut m = json!({
-            "from": self.user, "id": wamid, "timestamp": "1749416383", "type": kind,
+            "from": self.user, "id": wamid, "timestamp": at.to_string(), "type": kind,
         });
         m[kind] = object.clone();
         m
@@ -206,6 +218,12 @@ impl WhatsAppDeliveries {
             &json!({ "id": media_id, "filename": name, "caption": caption,
                      "mime_type": "application/pdf", "sha256": "" }),
         )])
+    }
+
+    /// Status objects (as `FakeWhatsApp::failed_statuses` gives them) in
+    /// one delivery.
+    pub fn statuses(&self, statuses: &[Value]) -> http::Request<Bytes> {
+        self.notification(&self.wrap(&[self.value(&[], statuses)]))
     }
 
     /// A status (`sent`, `delivered`, `read`, `failed`) of the bot's

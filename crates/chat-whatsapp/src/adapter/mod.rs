@@ -12,7 +12,7 @@ use ring::hmac;
 use serde_json::{Value, json};
 
 use crate::WHATSAPP;
-use crate::client::WhatsAppClient;
+use crate::client::{SERVICE_WINDOW, WhatsAppClient};
 
 mod builder;
 mod messaging;
@@ -51,42 +51,68 @@ pub struct WhatsAppAdapter {
 
 /// What the adapter remembers of the chats that wrote lately: each chat's
 /// last incoming message (a read receipt and the typing indicator are sent
-/// for a message) and each user's profile name (WhatsApp has no user
-/// lookup). Bounded: the chats heard from longest ago are forgotten.
+/// for a message) and when it was written (the customer-service window is
+/// checked before a send), and each user's profile name (WhatsApp has no
+/// user lookup). Bounded: the chats heard from longest ago are forgotten.
 #[derive(Debug, Default)]
 pub(crate) struct Recent {
-    last_message: HashMap<(String, String), String>,
-    names: HashMap<(String, String), String>,
+    chats: HashMap<(String, String), Chat>,
     order: VecDeque<(String, String)>,
+}
+
+/// One chat, as last heard.
+#[derive(Debug, Default)]
+struct Chat {
+    message: String,
+    at_secs: Option<u64>,
+    name: Option<String>,
 }
 
 /// How many chats the adapter remembers.
 const CHATS_KEPT: usize = 4096;
 
 impl Recent {
-    pub(crate) fn heard(&mut self, tenant: &str, user: &str, message: &str, name: Option<&str>) {
-        let key = (tenant.to_owned(), user.to_owned());
-        if !self.last_message.contains_key(&key) {
+    /// A user's message; an older one (a redelivery) changes nothing but
+    /// the name.
+    pub(crate) fn heard(&mut self, heard: crate::inbound::Heard) {
+        let key = (heard.phone, heard.user);
+        if !self.chats.contains_key(&key) {
             self.order.push_back(key.clone());
         }
-        self.last_message.insert(key.clone(), message.to_owned());
-        if let Some(name) = name {
-            self.names.insert(key, name.to_owned());
+        let chat = self.chats.entry(key).or_default();
+        if heard.name.is_some() {
+            chat.name = heard.name;
+        }
+        let newer = match (chat.at_secs, heard.at_secs) {
+            (Some(known), Some(at)) => at >= known,
+            _ => true,
+        };
+        if newer {
+            chat.message = heard.message;
+            chat.at_secs = heard.at_secs.or(chat.at_secs);
         }
         while self.order.len() > CHATS_KEPT {
             if let Some(old) = self.order.pop_front() {
-                self.last_message.remove(&old);
-                self.names.remove(&old);
+                self.chats.remove(&old);
             }
         }
     }
 
+    fn chat(&self, tenant: &str, user: &str) -> Option<&Chat> {
+        self.chats.get(&(tenant.to_owned(), user.to_owned()))
+    }
+
     pub(crate) fn last_message(&self, tenant: &str, user: &str) -> Option<&String> {
-        self.last_message.get(&(tenant.to_owned(), user.to_owned()))
+        self.chat(tenant, user).map(|c| &c.message)
     }
 
     pub(crate) fn name(&self, tenant: &str, user: &str) -> Option<&String> {
-        self.names.get(&(tenant.to_owned(), user.to_owned()))
+        self.chat(tenant, user).and_then(|c| c.name.as_ref())
+    }
+
+    /// When the user last wrote, as far as this process heard (Unix seconds).
+    pub(crate) fn last_at(&self, tenant: &str, user: &str) -> Option<u64> {
+        self.chat(tenant, user).and_then(|c| c.at_secs)
     }
 }
 
@@ -185,12 +211,25 @@ impl WhatsAppAdapter {
 
     /// `POST /{phone-number-id}/messages` to the thread's user with the
     /// message object `message` (`type` and its object); the sent message.
+    /// Anything but a template to a user whose last message this process
+    /// heard more than 24 hours ago is [`AdapterError::WindowClosed`] before
+    /// the call (the Cloud API would accept it, and report error 131047 in
+    /// a `failed` status later).
     pub(crate) async fn send(
         &self,
         thread: &ThreadRef,
         mut message: Value,
     ) -> Result<MessageRef, AdapterError> {
         let to = user_of(thread)?;
+        if message["type"] != "template" {
+            let last = self.recent().last_at(thread.tenant.as_str(), to);
+            let now = chat_core::clock::millis(std::time::SystemTime::now()) / 1000;
+            if last.is_some_and(|at| now.saturating_sub(at) >= SERVICE_WINDOW.as_secs()) {
+                return Err(AdapterError::WindowClosed {
+                    window: SERVICE_WINDOW,
+                });
+            }
+        }
         message["messaging_product"] = json!("whatsapp");
         message["recipient_type"] = json!("individual");
         message["to"] = json!(to);

@@ -9,8 +9,8 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
-    AdapterError, BoxError, DefaultLockScope, Event, EventKind, Inbound, PlatformAdapter, Reply,
-    Resolution, Verdict, WebhookError,
+    AdapterError, BoxError, DefaultLockScope, Event, Inbound, PlatformAdapter, Reply, Resolution,
+    Verdict, WebhookError,
 };
 use http::{HeaderValue, Method, StatusCode};
 
@@ -114,13 +114,18 @@ impl chat_core::Webhook for WhatsAppAdapter {
         let cx = Context {
             received_at_ms: chat_core::clock::millis(std::time::SystemTime::now()),
             raw: body,
+            heard: std::cell::RefCell::default(),
         };
-        inbound::parse(&cx, body)
+        let parsed = inbound::parse(&cx, body)?;
+        let mut recent = self.recent();
+        for heard in cx.heard.into_inner() {
+            recent.heard(heard);
+        }
+        Ok(parsed)
     }
 
     /// The phone number must be the one configured (single-number mode) or
-    /// installed; a message's sender and id are remembered (read receipts,
-    /// profile names).
+    /// installed.
     async fn resolve(&self, event: &mut Event) -> Result<Resolution, BoxError> {
         let tenant = &event.thread.tenant;
         match &self.installations {
@@ -140,14 +145,6 @@ impl chat_core::Webhook for WhatsAppAdapter {
                     });
                 }
             }
-        }
-        if let EventKind::Message(m) = &event.kind {
-            self.recent().heard(
-                tenant.as_str(),
-                &event.thread.channel,
-                &m.id,
-                m.author.name.as_deref(),
-            );
         }
         Ok(Resolution::Proceed)
     }
@@ -170,7 +167,7 @@ impl chat_core::Webhook for WhatsAppAdapter {
     }
 
     /// Meta reads nothing of the answer.
-    fn replies_in_response(&self, _event: &Event) -> bool {
+    fn replies_in_response(&self, _event: &Event, _reply: &Reply) -> bool {
         false
     }
 
