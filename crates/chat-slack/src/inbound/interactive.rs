@@ -190,16 +190,25 @@ fn shortcut(
 
 /// An external select's options load (`block_suggestion`): an
 /// [`OtherEvent`] with the payload, where the select is (a message's
-/// thread, or the modal's root view). Every request is its own: the same
-/// text typed again asks again, so the dedupe key is the body's digest and
-/// the delivery's arrival.
+/// thread, or the modal's root view). Every request is its own — the same
+/// text typed again asks again, even within one millisecond, and Slack
+/// never resends one — so the dedupe key is the body's digest, the
+/// delivery's arrival and a random nonce.
 fn options_load(
     cx: &Context,
     i: &Interaction,
     value: serde_json::Value,
 ) -> Result<Inbound, WebhookError> {
     let tenant = tenant(i)?;
-    let id = format!("{}:{}", body_id(&cx.raw), cx.received_at_ms);
+    let mut nonce = [0u8; 8];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut nonce)
+        .map_err(|_| WebhookError::Malformed("slack: no randomness for a request id".into()))?;
+    let id = format!(
+        "{}:{}:{}",
+        body_id(&cx.raw),
+        cx.received_at_ms,
+        hex::encode(nonce)
+    );
     let (channel, root) = location(i, &id);
     Ok(cx.event(
         id.clone(),
