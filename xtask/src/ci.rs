@@ -59,8 +59,25 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             Err(outcome) => outcome.clone(),
         },
     );
+    // The PostgreSQL tests need a server of their own: started here, stopped
+    // when `database` drops after the test step.
+    let started = std::time::Instant::now();
+    let database = postgres_server();
+    let mut env = env;
+    if let Ok(server) = &database {
+        env.push(("DATABASE_URL", server.url()));
+        println!("ci: started PostgreSQL on {}", server.url());
+    }
+    step(
+        "postgres",
+        match &database {
+            Ok(_) => Outcome::Passed(started.elapsed()),
+            Err(outcome) => outcome.clone(),
+        },
+    );
     step("tests", tests(&env));
     drop(servers);
+    drop(database);
     step("chaos", chaos());
     step(
         "doctests",
@@ -158,6 +175,26 @@ fn redis_servers() -> Result<redis::TestServers, Outcome> {
     let start = std::time::Instant::now();
     redis::TestServers::start().map_err(|e| {
         eprintln!("ci: could not start Redis for the tests: {e}");
+        Outcome::Failed(start.elapsed())
+    })
+}
+
+/// Starts the PostgreSQL server the tests use. Without `initdb` and `pg_ctl`
+/// the PostgreSQL tests skip with a notice locally; under CI that is a
+/// failure.
+fn postgres_server() -> Result<chat_test_postgres::PostgresServer, Outcome> {
+    if !chat_test_postgres::tools_installed() {
+        if !is_ci() {
+            println!(
+                "\n!!! ci: initdb / pg_ctl not found: the PostgreSQL tests will SKIP.\n\
+                 !!! Install them (apt-get install postgresql).\n"
+            );
+        }
+        return Err(Outcome::Missing("apt-get install postgresql"));
+    }
+    let start = std::time::Instant::now();
+    chat_test_postgres::PostgresServer::start().map_err(|e| {
+        eprintln!("ci: could not start PostgreSQL for the tests: {e}");
         Outcome::Failed(start.elapsed())
     })
 }
