@@ -1,0 +1,14 @@
+//! chat-testkit's conformance suites against a real PostgreSQL, in real
+//! time (expiry is judged by the server's clock).
+
+mod common;
+
+mod kv {
+    chat_testkit::kv_store_conformance!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        match super::common::kv().await {
+            Some(h) => std::future::ready(h),
+            None => return,
+        }
+    );
+}
