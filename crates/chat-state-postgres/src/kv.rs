@@ -1,31 +1,49 @@
-//! [`KvStore`] on the `kv` table: each call one statement; an expired entry
-//! is absent to every statement (judged by the server's clock) until a
-//! sweep deletes it.
+//! [`KvStore`] on the `kv` table: each call one prepared statement; an
+//! expired entry is absent to every statement (judged by the server's
+//! clock) until housekeeping deletes it.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{KvStore, SetMode, StateError};
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use crate::error::from_pg;
 use crate::state::{PostgresState, ms};
 
+impl PostgresState {
+    /// Runs prepared statement `sql` with `params`: the rows it returned,
+    /// or (for a statement without `RETURNING`) none and the count it
+    /// changed.
+    async fn statement(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<(Vec<Row>, u64), StateError> {
+        self.with(|client| async move {
+            let statement = client.prepare_cached(sql).await.map_err(from_pg)?;
+            if statement.columns().is_empty() {
+                let n = client.execute(&statement, params).await.map_err(from_pg)?;
+                Ok((Vec::new(), n))
+            } else {
+                let rows = client.query(&statement, params).await.map_err(from_pg)?;
+                let n = rows.len() as u64;
+                Ok((rows, n))
+            }
+        })
+        .await
+    }
+}
+
 #[async_trait]
 impl KvStore for PostgresState {
     async fn get(&self, key: &str) -> Result<Option<Bytes>, StateError> {
-        self.with(|client| async move {
-            let statement = client
-                .prepare_cached(&self.sql.kv_get)
-                .await
-                .map_err(from_pg)?;
-            let row = client
-                .query_opt(&statement, &[&self.namespace, &key])
-                .await
-                .map_err(from_pg)?;
-            Ok(row.map(|r| Bytes::from(r.get::<_, Vec<u8>>(0))))
-        })
-        .await
+        let (rows, _) = self
+            .statement(&self.sql.kv_get, &[&self.namespace, &key])
+            .await?;
+        Ok(rows.first().map(|r| Bytes::from(r.get::<_, Vec<u8>>(0))))
     }
 
     async fn set(
@@ -36,61 +54,35 @@ impl KvStore for PostgresState {
         mode: SetMode,
     ) -> Result<bool, StateError> {
         let ttl = ttl.map(ms);
-        self.with(|client| async move {
-            let value: &[u8] = &value;
-            let written = match &mode {
-                SetMode::IfEquals(expected) => {
-                    let statement = client
-                        .prepare_cached(&self.sql.kv_set_if_equals)
-                        .await
-                        .map_err(from_pg)?;
-                    let expected: &[u8] = expected;
-                    client
-                        .execute(
-                            &statement,
-                            &[&self.namespace, &key, &value, &ttl, &expected],
-                        )
-                        .await
-                        .map_err(from_pg)?
-                }
-                SetMode::IfAbsent => {
-                    let statement = client
-                        .prepare_cached(&self.sql.kv_set_if_absent)
-                        .await
-                        .map_err(from_pg)?;
-                    client
-                        .execute(&statement, &[&self.namespace, &key, &value, &ttl])
-                        .await
-                        .map_err(from_pg)?
-                }
-                _ => {
-                    let statement = client
-                        .prepare_cached(&self.sql.kv_set)
-                        .await
-                        .map_err(from_pg)?;
-                    client
-                        .execute(&statement, &[&self.namespace, &key, &value, &ttl])
-                        .await
-                        .map_err(from_pg)?
-                }
-            };
-            Ok(written == 1)
-        })
-        .await
+        let value: &[u8] = &value;
+        let (_, written) = match &mode {
+            SetMode::IfEquals(expected) => {
+                let expected: &[u8] = expected;
+                self.statement(
+                    &self.sql.kv_set_if_equals,
+                    &[&self.namespace, &key, &value, &ttl, &expected],
+                )
+                .await?
+            }
+            SetMode::IfAbsent => {
+                self.statement(
+                    &self.sql.kv_set_if_absent,
+                    &[&self.namespace, &key, &value, &ttl],
+                )
+                .await?
+            }
+            _ => {
+                self.statement(&self.sql.kv_set, &[&self.namespace, &key, &value, &ttl])
+                    .await?
+            }
+        };
+        Ok(written == 1)
     }
 
     async fn delete(&self, key: &str) -> Result<bool, StateError> {
-        self.with(|client| async move {
-            let statement = client
-                .prepare_cached(&self.sql.kv_delete)
-                .await
-                .map_err(from_pg)?;
-            let row = client
-                .query_opt(&statement, &[&self.namespace, &key])
-                .await
-                .map_err(from_pg)?;
-            Ok(row.is_some_and(|r| r.get::<_, bool>(0)))
-        })
-        .await
+        let (rows, _) = self
+            .statement(&self.sql.kv_delete, &[&self.namespace, &key])
+            .await?;
+        Ok(rows.first().is_some_and(|r| r.get::<_, bool>(0)))
     }
 }

@@ -186,19 +186,7 @@ impl PostgresServer {
             "--locale=C",
             "--no-sync",
         ]))?;
-        let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
-             -c full_page_writes=off -c max_connections=200",
-            server.port,
-            server.dir.display()
-        );
-        run(server
-            .tool("pg_ctl")
-            .arg("-D")
-            .arg(server.data())
-            .arg("-l")
-            .arg(server.dir.join("postgres.log"))
-            .args(["-o", &options, "-w", "-t", "30", "start"]))?;
+        server.pg_start()?;
         Ok(server)
     }
 
@@ -252,6 +240,12 @@ impl PostgresServer {
     /// # Errors
     /// `pg_ctl` failed.
     pub fn restart(&self) -> Result<(), Error> {
+        self.pg_start()
+    }
+
+    /// `pg_ctl start` on its port, socket directory and data, waiting until
+    /// it accepts connections.
+    fn pg_start(&self) -> Result<(), Error> {
         let options = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
              -c full_page_writes=off -c max_connections=200",
