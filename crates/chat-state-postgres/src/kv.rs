@@ -17,7 +17,7 @@ impl PostgresState {
     /// Runs prepared statement `sql` with `params`: the rows it returned,
     /// or (for a statement without `RETURNING`) none and the count it
     /// changed.
-    async fn statement(
+    pub(crate) async fn statement(
         &self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],

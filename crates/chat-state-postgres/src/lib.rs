@@ -7,9 +7,14 @@
 //! the database server's clock, read in one place (`now_ms()`), so replicas
 //! with skewed clocks agree.
 //!
-//! It implements [`KvStore`](chat_core::KvStore) — the store installations
-//! and the runtime's shared records live in — and passes `chat-testkit`'s
-//! KV conformance suite against a real server.
+//! It implements the whole [`StateBackend`](chat_core::StateBackend)
+//! contract — admission for every strategy, leases with fences, hand-off on
+//! finish, claims and the sweep, slots, dedupe marks, subscriptions,
+//! inspection and fenced force-release, and the [`KvStore`](chat_core::KvStore)
+//! installations and durable runs keep their records in — and passes
+//! `chat-testkit`'s conformance suites against a real server. Each call is
+//! one PL/pgSQL function call: one transaction and one round trip, so the
+//! acknowledgement path costs exactly one, as on Redis.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), chat_core::StateError> {
@@ -32,6 +37,7 @@ mod builder;
 mod error;
 mod kv;
 mod migrate;
+mod protocol;
 mod state;
 
 pub use builder::{

@@ -9,10 +9,17 @@ use deadpool_postgres::Object;
 use crate::error::from_pg;
 
 /// Every migration, in order: (version, name, SQL).
-const MIGRATIONS: &[(i32, &str, &str)] = &[(1, "kv", include_str!("../migrations/0001_kv.sql"))];
+const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (1, "kv", include_str!("../migrations/0001_kv.sql")),
+    (
+        2,
+        "protocol",
+        include_str!("../migrations/0002_protocol.sql"),
+    ),
+];
 
 /// The newest schema version this build knows.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Brings `schema` up to [`SCHEMA_VERSION`]; returns the versions it
 /// applied (none when another replica got there first).

@@ -62,6 +62,30 @@ pub(crate) struct Sql {
     pub(crate) kv_set_if_absent: String,
     pub(crate) kv_set_if_equals: String,
     pub(crate) kv_delete: String,
+    pub(crate) admit: String,
+    pub(crate) renew: String,
+    pub(crate) finish: String,
+    pub(crate) release: String,
+    pub(crate) release_slot: String,
+    pub(crate) unmark: String,
+    pub(crate) acquire_slot: String,
+    pub(crate) request_cancel: String,
+    pub(crate) claim: String,
+    pub(crate) sweep_candidates: String,
+    pub(crate) purge: String,
+    pub(crate) subscribe: String,
+    pub(crate) unsubscribe: String,
+    pub(crate) is_subscribed: String,
+    pub(crate) unsubscribe_tenant: String,
+    pub(crate) busy_candidates: String,
+    pub(crate) inspect: String,
+    pub(crate) force_release: String,
+}
+
+/// `SELECT <schema>.<function>($1, …, $n)`.
+fn call(schema: &str, function: &str, n: usize) -> String {
+    let params: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
+    format!("SELECT {schema}.{function}({})", params.join(", "))
 }
 
 impl Sql {
@@ -89,6 +113,41 @@ impl Sql {
             kv_delete: format!(
                 "DELETE FROM {s}.kv AS kv WHERE ns = $1 AND key = $2 RETURNING {live}"
             ),
+            admit: call(&s, "admit", 23),
+            renew: call(&s, "renew", 8),
+            finish: call(&s, "finish", 8),
+            release: call(&s, "release", 9),
+            release_slot: call(&s, "release_slot", 8),
+            unmark: call(&s, "unmark", 5),
+            acquire_slot: call(&s, "acquire_slot", 8),
+            request_cancel: call(&s, "request_cancel", 8),
+            claim: call(&s, "claim", 7),
+            sweep_candidates: format!("SELECT * FROM {s}.sweep_candidates($1, $2, $3)"),
+            purge: call(&s, "purge", 2),
+            subscribe: format!(
+                "INSERT INTO {s}.subscriptions (ns, platform, tenant, channel, thread, expires_ms)
+                 VALUES ($1, $2, $3, $4, $5, {s}.now_ms() + $6)
+                 ON CONFLICT (ns, platform, tenant, channel, thread)
+                 DO UPDATE SET expires_ms = EXCLUDED.expires_ms"
+            ),
+            unsubscribe: format!(
+                "DELETE FROM {s}.subscriptions
+                 WHERE ns = $1 AND platform = $2 AND tenant = $3 AND channel = $4 AND thread = $5
+                 RETURNING expires_ms > {s}.now_ms()"
+            ),
+            is_subscribed: format!(
+                "SELECT EXISTS (SELECT 1 FROM {s}.subscriptions
+                 WHERE ns = $1 AND platform = $2 AND tenant = $3 AND channel = $4 AND thread = $5
+                   AND expires_ms > {s}.now_ms())"
+            ),
+            unsubscribe_tenant: format!(
+                "WITH d AS (DELETE FROM {s}.subscriptions
+                            WHERE ns = $1 AND platform = $2 AND tenant = $3 RETURNING expires_ms)
+                 SELECT count(*) FILTER (WHERE expires_ms > {s}.now_ms()) FROM d"
+            ),
+            busy_candidates: format!("SELECT * FROM {s}.busy_candidates($1, $2, $3, $4)"),
+            inspect: call(&s, "inspect", 2),
+            force_release: call(&s, "force_release", 6),
         }
     }
 }

@@ -12,3 +12,25 @@ mod kv {
         }
     );
 }
+
+mod state {
+    chat_testkit::state_backend_conformance!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        match super::common::harness().await {
+            Some(h) => std::future::ready(h),
+            None => return,
+        }
+    );
+}
+
+/// The race cases on a current-thread runtime too, where the tasks
+/// interleave at every await instead of running in parallel.
+mod interleaved {
+    chat_testkit::race_cases!(
+        #[tokio::test]
+        match super::common::harness().await {
+            Some(h) => std::future::ready(h),
+            None => return,
+        }
+    );
+}

@@ -60,6 +60,7 @@ mod flaky_installations;
 mod harness;
 pub mod install_flow;
 pub mod install_mode;
+mod replicas;
 mod scaffold;
 mod server;
 pub mod signed;

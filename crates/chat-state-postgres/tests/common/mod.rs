@@ -4,11 +4,13 @@
 //! of its own, so nothing is ever dropped on a server the tests did not
 //! start.
 
+#![allow(dead_code)]
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use chat_state_postgres::PostgresState;
-use chat_testkit::KvHarness;
+use chat_testkit::{Harness, KvHarness};
 
 /// The schema the tests migrate and share.
 pub(crate) const SCHEMA: &str = "chat_conformance";
@@ -18,11 +20,16 @@ pub(crate) const UNIT: Duration = Duration::from_millis(200);
 
 /// A store under a namespace of its own, or `None` (skipped).
 pub(crate) async fn state() -> Option<PostgresState> {
+    state_in(&chat_test_postgres::unique_schema()).await
+}
+
+/// A store (a pool of its own) under `namespace`, or `None` (skipped).
+pub(crate) async fn state_in(namespace: &str) -> Option<PostgresState> {
     let url = chat_test_postgres::database_url()?;
     let state = PostgresState::builder()
         .url(url)
         .schema(SCHEMA)
-        .namespace(chat_test_postgres::unique_schema())
+        .namespace(namespace)
         .pool_size(4)
         .build()
         .await;
@@ -35,4 +42,9 @@ pub(crate) async fn state() -> Option<PostgresState> {
 /// A KV harness on a store of its own, or `None` (skipped).
 pub(crate) async fn kv() -> Option<KvHarness> {
     Some(KvHarness::real_time(Arc::new(state().await?), UNIT))
+}
+
+/// A conformance harness on a store of its own, or `None` (skipped).
+pub(crate) async fn harness() -> Option<Harness> {
+    Some(Harness::real_time(Arc::new(state().await?), UNIT))
 }
