@@ -145,7 +145,24 @@ pub struct Args {
     #[arg(long, env = "WHATSAPP_API_URL")]
     pub whatsapp_api_url: Option<String>,
 
-    /// Redis URL; unset: in-memory state.
+    /// PostgreSQL URL (`postgres://user:password@host/db`) for the state;
+    /// takes precedence over Redis. Unset with no Redis: in-memory state.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// PostgreSQL schema the tables live in (created and migrated at start).
+    #[arg(long, env = "DATABASE_SCHEMA", default_value = "chat")]
+    pub database_schema: String,
+    /// Namespace of this bot's rows: bots sharing one schema stay apart.
+    #[arg(long, env = "DATABASE_NAMESPACE", default_value = "chat")]
+    pub database_namespace: String,
+    /// Most PostgreSQL connections held.
+    #[arg(long, env = "DATABASE_POOL_SIZE", default_value_t = 16)]
+    pub database_pool_size: usize,
+    /// Timeout of every PostgreSQL call, connecting included (ms).
+    #[arg(long, env = "DATABASE_TIMEOUT_MS", default_value_t = 5000)]
+    pub database_timeout_ms: u64,
+
+    /// Redis URL; unset (and no DATABASE_URL): in-memory state.
     #[arg(long, env = "REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
     /// Redis Cluster node URLs, comma-separated (instead of REDIS_URL).
@@ -461,6 +478,11 @@ mod tests {
             "WHATSAPP_PHONE_NUMBER_ID",
             "WHATSAPP_API_URL",
             "REDIS_URL",
+            "DATABASE_URL",
+            "DATABASE_SCHEMA",
+            "DATABASE_NAMESPACE",
+            "DATABASE_POOL_SIZE",
+            "DATABASE_TIMEOUT_MS",
             "CHAT_DISPATCH",
             "CHAT_CONCURRENCY",
             "CHAT_DETACH_TIMEOUT_MS",

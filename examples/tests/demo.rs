@@ -6,13 +6,19 @@
 use std::time::Duration;
 
 use examples::config::ConcurrencyArg;
-use examples::demo::{self, Options};
+use examples::demo::{self, DemoState, Options};
 
 /// The demo with a slower handler and a longer window than by default, so
 /// that the overlaps it shows still overlap on a loaded CI machine.
 async fn conversation(strategy: ConcurrencyArg) {
+    conversation_on(strategy, DemoState::Memory).await;
+}
+
+/// The demo's conversation on `state`; what it printed.
+async fn conversation_on(strategy: ConcurrencyArg, state: DemoState) -> String {
     let options = Options {
         strategy,
+        state,
         delay: Duration::from_millis(800),
         window: Duration::from_millis(600),
         patience: Duration::from_secs(30),
@@ -33,6 +39,7 @@ async fn conversation(strategy: ConcurrencyArg) {
     ] {
         assert!(shown.contains(step), "no {step:?} in:\n{shown}");
     }
+    shown.into_owned()
 }
 
 #[tokio::test]
@@ -65,17 +72,31 @@ async fn the_demo_conversation_succeeds_under_concurrent() {
     conversation(ConcurrencyArg::Concurrent).await;
 }
 
+/// The whole conversation with echo-bot's state in PostgreSQL
+/// (`DATABASE_URL`, which `cargo xtask ci` sets; skipped without it,
+/// failed under `CI=true`).
+#[tokio::test]
+async fn the_demo_conversation_succeeds_on_postgres() {
+    let Some(url) = chat_test_postgres::database_url() else {
+        return;
+    };
+    let shown = conversation_on(ConcurrencyArg::Queue, DemoState::Postgres(url)).await;
+    assert!(shown.contains("state PostgreSQL"), "{shown}");
+}
+
 /// The binary finds echo-bot next to itself, prints the timeline, and exits 0.
 #[test]
 fn the_demo_binary_exits_0_and_prints_the_timeline() {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_demo"))
         .args(["--delay-ms", "800"])
+        .env_remove("DATABASE_URL")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
     for shown in [
+        "state in memory",
         "strategy queue",
         "app_mention",
         "message-duplicate",

@@ -568,6 +568,7 @@ async fn installation_mode_refuses_to_start_without_its_keys_or_state_secret() {
 fn help_never_prints_a_secret_from_the_environment() {
     let secret_env = [
         ("REDIS_URL", "redis://:redis-s3cret@redis.internal:6379"),
+        ("DATABASE_URL", "postgres://bot:pg-s3cret@db.internal/bot"),
         (
             "REDIS_CLUSTER_URLS",
             "redis://:cluster-s3cret@a:7000,redis://:cluster-s3cret@b:7000",

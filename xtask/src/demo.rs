@@ -1,7 +1,7 @@
 //! `cargo xtask demo [args]`: the demo in the examples crate — fake Slack and
 //! Linear APIs, echo-bot on in-memory state, and a scripted conversation of
 //! signed webhooks printed as a timeline. `cargo xtask demo --help` lists its
-//! options (`--strategy NAME`, `--redis URL`).
+//! options (`--strategy NAME`, `--redis URL`, `--database-url URL`).
 
 use crate::cmd::{self, cargo};
 

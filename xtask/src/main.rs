@@ -2,7 +2,7 @@
 //!
 //! * `chaos` — the reliability harness (`docs/reliability.md`).
 //! * `ci` — every check CI runs, in order, with a one-line summary per step.
-//! * `demo [--strategy NAME] [--redis URL]` — echo-bot against fake Slack and
+//! * `demo [--strategy NAME] [--redis URL | --database-url URL]` — echo-bot against fake Slack and
 //!   Linear APIs, driven by a scripted conversation, printed as a timeline.
 //! * `modules` — no import circle between the modules of any crate.
 //! * `redis-cluster up|down` — a local 3-master Redis Cluster for the tests.
@@ -36,7 +36,7 @@ commands:
                         Redis, faults, and the outcome-ledger invariants
   ci                    fmt, clippy, tests, doctests, rustdoc and cargo-deny, as CI
                         runs them (starting the Redis servers the tests need)
-  demo [--strategy NAME] [--redis URL]
+  demo [--strategy NAME] [--redis URL | --database-url URL]
                         echo-bot against fake Slack and Linear APIs: a scripted
                         conversation of signed webhooks, printed as a timeline
                         (NAME: drop | queue | debounce | burst | burst-each |

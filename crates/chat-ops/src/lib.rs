@@ -33,7 +33,8 @@
 //!
 //! The `chat-ops` binary (`chat-ops --help`) lists busy scopes, shows one
 //! scope, force-releases a holder by its fence and sums queue depths, as a
-//! table or JSON, against `REDIS_URL` (or `REDIS_CLUSTER_URLS`).
+//! table or JSON, against `REDIS_URL` (or `REDIS_CLUSTER_URLS`), or `DATABASE_URL`
+//! for a PostgreSQL store.
 
 #![forbid(unsafe_code)]
 

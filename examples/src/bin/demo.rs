@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use examples::config::ConcurrencyArg;
-use examples::demo::{self, Options};
+use examples::demo::{self, DemoState, Options};
 
 /// Plays a scripted conversation of signed Slack and Linear webhooks against
 /// echo-bot, with fake Slack and Linear APIs in-process, and prints what
@@ -23,9 +23,14 @@ struct Cli {
     /// The concurrency strategy echo-bot runs with.
     #[arg(long, value_enum, default_value_t = ConcurrencyArg::Queue)]
     strategy: ConcurrencyArg,
-    /// Run echo-bot on Redis at this URL instead of in-memory state.
+    /// Run echo-bot on Redis at this URL instead of in-memory state (before
+    /// DATABASE_URL).
     #[arg(long, value_name = "URL")]
     redis: Option<String>,
+    /// Run echo-bot on PostgreSQL at this URL (`postgres://…`) instead of
+    /// in-memory state.
+    #[arg(long, value_name = "URL", env = "DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
     /// echo-bot's simulated work per turn, in milliseconds.
     #[arg(long, default_value_t = 400)]
     delay_ms: u64,
@@ -54,7 +59,11 @@ async fn main() -> ExitCode {
     }
     let options = Options {
         strategy: cli.strategy,
-        redis_url: cli.redis,
+        state: match (cli.redis, cli.database_url) {
+            (Some(url), _) => DemoState::Redis(url),
+            (None, Some(url)) => DemoState::Postgres(url),
+            (None, None) => DemoState::Memory,
+        },
         delay: Duration::from_millis(cli.delay_ms),
         ..Options::new(echo_bot)
     };

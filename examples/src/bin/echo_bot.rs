@@ -199,6 +199,19 @@ fn metrics() -> Result<PrometheusHandle, BoxError> {
 
 /// The state backend, and the same backend as the KV store installations live in.
 async fn state(args: &Args) -> Result<(Arc<dyn StateBackend>, Arc<dyn KvStore>), BoxError> {
+    if let Some(url) = &args.database_url {
+        let s = chat_state_postgres::PostgresState::builder()
+            .url(url.clone())
+            .schema(args.database_schema.clone())
+            .namespace(args.database_namespace.clone())
+            .pool_size(args.database_pool_size)
+            .timeout(Duration::from_millis(args.database_timeout_ms))
+            .build()
+            .await?;
+        tracing::info!(schema = %args.database_schema, "state: PostgreSQL");
+        let s = Arc::new(s);
+        return Ok((s.clone(), s));
+    }
     if !args.redis_cluster_urls.is_empty() {
         let s = chat_state_redis::RedisState::builder()
             .cluster(args.redis_cluster_urls.iter().cloned())
@@ -225,7 +238,9 @@ async fn state(args: &Args) -> Result<(Arc<dyn StateBackend>, Arc<dyn KvStore>),
             Ok((s.clone(), s))
         }
         None => {
-            tracing::info!("state: in memory (set REDIS_URL for Redis)");
+            tracing::info!(
+                "state: in memory (set DATABASE_URL for PostgreSQL, REDIS_URL for Redis)"
+            );
             let s = Arc::new(chat_state_memory::MemoryState::new());
             Ok((s.clone(), s))
         }

@@ -27,7 +27,7 @@ impl Demo<'_> {
         )?;
         self.telegram.set_username(BOT_ID, "echo_bot");
         let ledger = dir.join("ledger-chats.jsonl");
-        let mut command = EchoBotCommand::new(&options.echo_bot)
+        let command = EchoBotCommand::new(&options.echo_bot)
             .telegram(&self.telegram.api_url())
             .whatsapp(&self.whatsapp.api_url())
             .env("CHAT_DISPATCH", "deferred")
@@ -40,12 +40,7 @@ impl Demo<'_> {
                 SHUTDOWN_DEADLINE.as_millis().to_string(),
             )
             .log_to(dir.join("echo-bot-chats.log"));
-        if let Some(url) = &options.redis_url {
-            command = command.env("REDIS_URL", url.clone()).env(
-                "REDIS_PREFIX",
-                format!("chat-demo-chats-{}-{}", std::process::id(), drive::now_ms()),
-            );
-        }
+        let (command, _) = options.state.configure(command, "chat-demo-chats");
         let bot = command.spawn().await?;
         writeln!(
             self.out,

@@ -53,6 +53,42 @@ use crate::drive::{self, EchoBot, EchoBotCommand};
 use records::Mark;
 use timeline::Entry;
 
+/// Where the demo's echo-bots keep their state.
+#[derive(Debug, Clone, Default)]
+pub enum DemoState {
+    /// In memory (the default).
+    #[default]
+    Memory,
+    /// Redis at this URL.
+    Redis(String),
+    /// PostgreSQL at this URL.
+    Postgres(String),
+}
+
+impl DemoState {
+    /// `command` with the settings that put echo-bot's state here, under a
+    /// key prefix or namespace of this run's own (`label`, this process,
+    /// now), and the state in words.
+    pub fn configure(&self, command: EchoBotCommand, label: &str) -> (EchoBotCommand, String) {
+        let own = format!("{label}-{}-{}", std::process::id(), drive::now_ms());
+        match self {
+            Self::Memory => (command, "in memory".to_owned()),
+            Self::Redis(url) => (
+                command
+                    .env("REDIS_URL", url.clone())
+                    .env("REDIS_PREFIX", own),
+                "Redis".to_owned(),
+            ),
+            Self::Postgres(url) => (
+                command
+                    .env("DATABASE_URL", url.clone())
+                    .env("DATABASE_NAMESPACE", own),
+                "PostgreSQL".to_owned(),
+            ),
+        }
+    }
+}
+
 /// How the demo runs.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -60,8 +96,8 @@ pub struct Options {
     pub echo_bot: PathBuf,
     /// The concurrency strategy echo-bot runs with.
     pub strategy: ConcurrencyArg,
-    /// Redis instead of in-memory state.
-    pub redis_url: Option<String>,
+    /// Where echo-bot keeps its state.
+    pub state: DemoState,
     /// echo-bot's simulated work per turn (`ECHO_DELAY_MS`): long enough for
     /// the follow-ups to overlap it.
     pub delay: Duration,
@@ -79,7 +115,7 @@ impl Options {
         Self {
             echo_bot: echo_bot.into(),
             strategy: ConcurrencyArg::Queue,
-            redis_url: None,
+            state: DemoState::Memory,
             delay: Duration::from_millis(400),
             window: Duration::from_millis(300),
             patience: Duration::from_secs(15),
@@ -145,7 +181,7 @@ async fn run_in(options: &Options, dir: &Path, out: &mut dyn Write) -> Result<Re
     let delay_ms = options.delay.as_millis();
     // A token for this run's inspector page, printed below.
     let inspect_token = chat_core::LeaseToken::generate().as_str().to_owned();
-    let mut command = EchoBotCommand::new(&options.echo_bot)
+    let command = EchoBotCommand::new(&options.echo_bot)
         .slack(slack.base_url())
         .linear(linear.endpoint())
         .env("CHAT_DISPATCH", "deferred")
@@ -163,16 +199,7 @@ async fn run_in(options: &Options, dir: &Path, out: &mut dyn Write) -> Result<Re
             SHUTDOWN_DEADLINE.as_millis().to_string(),
         )
         .log_to(dir.join("echo-bot.log"));
-    let state = match &options.redis_url {
-        Some(url) => {
-            command = command.env("REDIS_URL", url.clone()).env(
-                "REDIS_PREFIX",
-                format!("chat-demo-{}-{}", std::process::id(), drive::now_ms()),
-            );
-            format!("Redis at {url}")
-        }
-        None => "in memory".to_owned(),
-    };
+    let (command, state) = options.state.configure(command, "chat-demo");
     let bot = command.spawn().await?;
     writeln!(
         out,

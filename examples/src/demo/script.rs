@@ -522,7 +522,7 @@ impl Demo<'_> {
         let api = FakeSlack::try_start().await?;
         let ledger = dir.join("ledger-installations.jsonl");
         let window = options.window.as_millis().to_string();
-        let mut command = EchoBotCommand::new(&options.echo_bot)
+        let command = EchoBotCommand::new(&options.echo_bot)
             .slack_installations(api.base_url(), &accounts)
             .env("CHAT_DISPATCH", "deferred")
             .env("CHAT_CONCURRENCY", strategy_name(self.strategy))
@@ -535,20 +535,7 @@ impl Demo<'_> {
                 SHUTDOWN_DEADLINE.as_millis().to_string(),
             )
             .log_to(dir.join("echo-bot-installations.log"));
-        let state = match &options.redis_url {
-            Some(url) => {
-                command = command.env("REDIS_URL", url.clone()).env(
-                    "REDIS_PREFIX",
-                    format!(
-                        "chat-demo-installations-{}-{}",
-                        std::process::id(),
-                        drive::now_ms()
-                    ),
-                );
-                "Redis"
-            }
-            None => "memory",
-        };
+        let (command, state) = options.state.configure(command, "chat-demo-installations");
         let bot = command.spawn().await?;
         writeln!(
             self.out,

@@ -1,5 +1,5 @@
-//! `chat-ops`: the inspector's operations against a Redis store, for the
-//! engineer on call. `chat-ops --help` lists them.
+//! `chat-ops`: the inspector's operations against a bot's Redis or
+//! PostgreSQL store, for the engineer on call. `chat-ops --help` lists them.
 
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -10,10 +10,12 @@ use std::time::Duration;
 
 use chat_core::{ForceRelease, Platform, ScopeFilter, TenantId};
 use chat_ops::{parse_scope, view_json, view_text, views_table};
+use chat_state_postgres::PostgresState;
 use chat_state_redis::RedisState;
 use clap::{Parser, Subcommand};
 
-/// Look inside a chat-rs bot's Redis state, and unstick a conversation.
+/// Look inside a chat-rs bot's Redis or PostgreSQL state, and unstick a
+/// conversation.
 #[derive(Debug, Parser)]
 #[command(name = "chat-ops", version)]
 struct Cli {
@@ -26,6 +28,20 @@ struct Cli {
     /// The key prefix the bot uses.
     #[arg(long, env = "REDIS_PREFIX", default_value = "chat", global = true)]
     prefix: String,
+    /// A PostgreSQL store instead (`postgres://…`).
+    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
+    database_url: Option<String>,
+    /// The PostgreSQL schema the bot uses.
+    #[arg(long, env = "DATABASE_SCHEMA", default_value = "chat", global = true)]
+    database_schema: String,
+    /// The PostgreSQL namespace the bot uses.
+    #[arg(
+        long,
+        env = "DATABASE_NAMESPACE",
+        default_value = "chat",
+        global = true
+    )]
+    database_namespace: String,
     /// JSON instead of a table.
     #[arg(long, global = true)]
     json: bool,
@@ -83,7 +99,20 @@ impl Filter {
     }
 }
 
-async fn state(cli: &Cli) -> Result<RedisState, String> {
+/// The store: PostgreSQL when `DATABASE_URL` is set, else Redis.
+async fn state(cli: &Cli) -> Result<Box<dyn Inspection>, String> {
+    if let Some(url) = &cli.database_url {
+        let state = PostgresState::builder()
+            .url(url.clone())
+            .schema(cli.database_schema.clone())
+            .namespace(cli.database_namespace.clone())
+            .pool_size(2)
+            .timeout(Duration::from_secs(10))
+            .build()
+            .await
+            .map_err(|e| e.to_string())?;
+        return Ok(Box::new(state));
+    }
     let builder = RedisState::builder()
         .prefix(cli.prefix.clone())
         .timeout(Duration::from_secs(10));
@@ -91,12 +120,13 @@ async fn state(cli: &Cli) -> Result<RedisState, String> {
         let url = cli
             .redis_url
             .clone()
-            .ok_or("set REDIS_URL (or --redis-url), or REDIS_CLUSTER_URLS")?;
+            .ok_or("set REDIS_URL (or --redis-url), REDIS_CLUSTER_URLS, or DATABASE_URL")?;
         builder.url(url)
     } else {
         builder.cluster(cli.redis_cluster_urls.iter().cloned())
     };
-    builder.build().await.map_err(|e| e.to_string())
+    let state = builder.build().await.map_err(|e| e.to_string())?;
+    Ok(Box::new(state))
 }
 
 async fn run(cli: Cli) -> Result<String, String> {
