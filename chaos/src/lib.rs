@@ -28,3 +28,4 @@ pub mod proxy;
 pub mod scenario;
 pub mod sender;
 pub mod slow_clients;
+pub mod store;

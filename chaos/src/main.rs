@@ -73,7 +73,11 @@ async fn main() -> ExitCode {
                     r.max_overlap_ms,
                     r.max_preempted_overlap_ms,
                     r.max_concurrent_runs,
-                    if ok { "ok" } else { "BREACH" }
+                    match (ok, r.answered_again) {
+                        (false, _) => "BREACH".to_owned(),
+                        (true, 0) => "ok".to_owned(),
+                        (true, n) => format!("ok ({n} answered again at their response_url)"),
+                    }
                 );
                 for b in &r.breaches {
                     println!("    breach: {b}");
@@ -186,7 +190,11 @@ async fn main() -> ExitCode {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&work);
+    if failed {
+        println!("\nthe ledgers and logs are kept in {}", work.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&work);
+    }
     println!(
         "\nanswrd: events answered in the fake Slack (each once); overlap: longest overlap of two runs on one thread (ms), clean/with a preempted run; conc: most runs at once on one replica"
     );

@@ -1,7 +1,8 @@
-//! The scenarios and how one is run: start Redis and three replicas, send, inject
-//! the fault, wait for quiescence, check the ledgers and the leftover keys.
+//! The scenarios and how one is run: start the store (Redis or PostgreSQL)
+//! and three replicas, send, inject the fault, wait for quiescence, check
+//! the ledgers and the work left in the store.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
@@ -9,9 +10,10 @@ use chat_testkit::FakeSlack;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::cluster::{Redis, Replica};
+use crate::cluster::Replica;
 use crate::ledger::{self, Allowances, Report};
 use crate::sender::{self, Sender};
+use crate::store::{Backend, Store};
 
 /// `CHAT_MAX_CONCURRENT` of the concurrent scenarios.
 const MAX_CONCURRENT: usize = 2;
@@ -23,19 +25,20 @@ const MAX_CONCURRENT: usize = 2;
 pub enum Fault {
     /// Nothing goes wrong.
     None,
-    /// `CLIENT PAUSE ms WRITE` at `at` ms.
+    /// `CLIENT PAUSE ms WRITE` at `at` ms (Redis only).
     PauseWrites { at: u64, ms: u64 },
-    /// SIGSTOP Redis at `at` ms, SIGCONT `ms` later.
-    StopRedis { at: u64, ms: u64 },
-    /// Kill Redis at `at` ms and restart it empty.
-    RestartRedisEmpty { at: u64 },
+    /// SIGSTOP the store at `at` ms, SIGCONT `ms` later.
+    StopStore { at: u64, ms: u64 },
+    /// Crash the store at `at` ms; it is back `down` ms later — Redis
+    /// empty, PostgreSQL with every committed transaction.
+    CrashStore { at: u64, down: u64 },
     /// SIGKILL replica 0 at `at` ms.
     KillReplica { at: u64 },
     /// SIGTERM each replica in turn from `at` ms, replacing it.
     Redeploy { at: u64 },
-    /// Replica 0 reaches Redis through a proxy that adds `delay` ms from `at`
-    /// for `ms`, past the ack timeout.
-    SlowRedis { at: u64, ms: u64, delay: u64 },
+    /// Replica 0 reaches the store through a proxy that adds `delay` ms from
+    /// `at` for `ms`, past the ack timeout.
+    SlowStore { at: u64, ms: u64, delay: u64 },
     /// Replica 0's proxy drops the connection right after forwarding each
     /// request, from `at` for `ms`: Redis runs it, the reply is lost.
     LoseReplies { at: u64, ms: u64 },
@@ -49,6 +52,8 @@ pub enum Fault {
 pub struct Scenario {
     /// Its name.
     pub name: &'static str,
+    /// The store the replicas share.
+    pub backend: Backend,
     /// `CHAT_CONCURRENCY`.
     pub strategy: &'static str,
     /// `CHAT_DISPATCH`: `deferred` or `sync`.
@@ -82,6 +87,7 @@ impl Scenario {
     const fn base(name: &'static str, strategy: &'static str) -> Self {
         Self {
             name,
+            backend: Backend::Redis,
             strategy,
             dispatch: "deferred",
             every_kind: false,
@@ -106,6 +112,14 @@ impl Scenario {
         }
     }
 
+    /// The same, on PostgreSQL.
+    const fn postgres(self) -> Self {
+        Self {
+            backend: Backend::Postgres,
+            ..self
+        }
+    }
+
     /// The same, with every kind of user action.
     const fn every_kind(self) -> Self {
         Self {
@@ -116,10 +130,11 @@ impl Scenario {
 
     fn allowances(&self) -> Allowances {
         let concurrent = (self.strategy == "concurrent").then_some(MAX_CONCURRENT);
-        // A killed replica's runs are in flight in Redis and run again
-        // elsewhere: nothing is allowed to be lost but what Redis itself loses.
-        let (crash_lost, data_loss) = match self.fault {
-            Fault::RestartRedisEmpty { .. } => (true, true),
+        // A killed replica's runs are in flight in the store and run again
+        // elsewhere: nothing is allowed to be lost but what Redis itself
+        // loses when it restarts empty.
+        let (crash_lost, data_loss) = match (self.fault, self.backend) {
+            (Fault::CrashStore { .. }, Backend::Redis) => (true, true),
             _ => (false, false),
         };
         Allowances {
@@ -227,7 +242,7 @@ pub fn all() -> Vec<(Scenario, bool)> {
             Scenario {
                 delay_ms: 500,
                 lock_ttl_ms: 1500,
-                fault: Fault::StopRedis { at: 700, ms: 2000 },
+                fault: Fault::StopStore { at: 700, ms: 2000 },
                 ..s("redis-sigstop", "queue")
             },
             false,
@@ -245,7 +260,7 @@ pub fn all() -> Vec<(Scenario, bool)> {
             Scenario {
                 delay_ms: 500,
                 lock_ttl_ms: 1500,
-                fault: Fault::StopRedis { at: 700, ms: 7000 },
+                fault: Fault::StopStore { at: 700, ms: 7000 },
                 ..s("redis-sigstop-long", "queue")
             },
             true,
@@ -253,7 +268,7 @@ pub fn all() -> Vec<(Scenario, bool)> {
         (
             Scenario {
                 delay_ms: 300,
-                fault: Fault::RestartRedisEmpty { at: 700 },
+                fault: Fault::CrashStore { at: 700, down: 0 },
                 ..s("redis-restart-empty", "queue")
             },
             false,
@@ -353,7 +368,7 @@ pub fn all() -> Vec<(Scenario, bool)> {
             Scenario {
                 delay_ms: 500,
                 lock_ttl_ms: 1500,
-                fault: Fault::StopRedis { at: 700, ms: 7000 },
+                fault: Fault::StopStore { at: 700, ms: 7000 },
                 ..s("sync-redis-stop-long", "queue").sync().every_kind()
             },
             true,
@@ -380,14 +395,14 @@ pub fn all() -> Vec<(Scenario, bool)> {
             Scenario {
                 delay_ms: 500,
                 lock_ttl_ms: 1500,
-                fault: Fault::StopRedis { at: 700, ms: 7000 },
+                fault: Fault::StopStore { at: 700, ms: 7000 },
                 ..s("kinds-redis-stop-long", "queue").every_kind()
             },
             false,
         ),
         (
             Scenario {
-                fault: Fault::SlowRedis {
+                fault: Fault::SlowStore {
                     at: 300,
                     ms: 2000,
                     delay: 2500,
@@ -395,6 +410,94 @@ pub fn all() -> Vec<(Scenario, bool)> {
                 ..s("slow-redis", "queue")
             },
             true,
+        ),
+        // The same rules on PostgreSQL: a server crash and restart, the
+        // server stalled past every timeout, one replica's connection
+        // stalled past every timeout, its replies lost, its requests run
+        // twice, a replica killed mid-handler, a redeploy — on both
+        // dispatch paths and every kind of event.
+        (
+            Scenario {
+                delay_ms: 300,
+                lock_ttl_ms: 1500,
+                fault: Fault::CrashStore {
+                    at: 700,
+                    down: 2000,
+                },
+                ..s("pg-restart", "queue").postgres().every_kind()
+            },
+            true,
+        ),
+        (
+            Scenario {
+                delay_ms: 500,
+                lock_ttl_ms: 1500,
+                fault: Fault::StopStore { at: 700, ms: 7000 },
+                ..s("pg-sync-stop-long", "queue")
+                    .postgres()
+                    .sync()
+                    .every_kind()
+            },
+            true,
+        ),
+        (
+            Scenario {
+                fault: Fault::SlowStore {
+                    at: 300,
+                    ms: 2000,
+                    delay: 7000,
+                },
+                ..s("pg-stalled-connection", "queue").postgres()
+            },
+            true,
+        ),
+        (
+            Scenario {
+                delay_ms: 300,
+                lock_ttl_ms: 1500,
+                fault: Fault::LoseReplies { at: 300, ms: 2000 },
+                ..s("pg-replies-lost", "queue").postgres()
+            },
+            true,
+        ),
+        (
+            Scenario {
+                delay_ms: 300,
+                lock_ttl_ms: 1500,
+                fault: Fault::RunTwice,
+                ..s("pg-requests-run-twice", "queue").postgres()
+            },
+            true,
+        ),
+        (
+            Scenario {
+                delay_ms: 1500,
+                lock_ttl_ms: 1500,
+                fault: Fault::KillReplica { at: 800 },
+                ..s("pg-sync-replica-kill", "queue")
+                    .postgres()
+                    .sync()
+                    .every_kind()
+            },
+            true,
+        ),
+        (
+            Scenario {
+                spread_ms: 3000,
+                delay_ms: 4000,
+                fault: Fault::Redeploy { at: 1000 },
+                ..s("pg-redeploy-long", "queue").postgres().every_kind()
+            },
+            true,
+        ),
+        (
+            Scenario {
+                threads: 1,
+                events: 30,
+                spread_ms: 600,
+                ..s("pg-burst-debounce", "debounce").postgres()
+            },
+            false,
         ),
     ]
 }
@@ -404,7 +507,7 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
     let dir = work.join(sc.name);
     let ledger_dir = dir.join("ledger");
     std::fs::create_dir_all(&ledger_dir).map_err(|e| e.to_string())?;
-    let mut redis = Redis::start().map_err(|e| format!("redis: {e}"))?;
+    let mut store = Store::start(sc.backend)?;
     let fake = FakeSlack::try_start()
         .await
         .map_err(|e| format!("fake slack: {e}"))?;
@@ -415,8 +518,6 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
             ("SLACK_BOT_TOKEN", "xoxb-chaos".into()),
             ("SLACK_BOT_USER_ID", sender::BOT.into()),
             ("SLACK_API_URL", fake.base_url().to_owned()),
-            ("REDIS_URL", redis.url()),
-            ("REDIS_PREFIX", prefix.clone()),
             ("CHAT_DISPATCH", sc.dispatch.into()),
             ("CHAT_CONCURRENCY", sc.strategy.into()),
             ("CHAT_DETACH_TIMEOUT_MS", "30000".into()),
@@ -427,7 +528,6 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
             ("CHAT_MAX_CONCURRENT", MAX_CONCURRENT.to_string()),
             ("CHAT_SWEEP_INTERVAL_MS", "500".into()),
             ("CHAT_ACK_TIMEOUT_MS", "2000".into()),
-            ("REDIS_ACK_TIMEOUT_MS", "5000".into()),
             ("SHUTDOWN_DEADLINE_MS", "3000".into()),
             ("ECHO_DELAY_MS", sc.delay_ms.to_string()),
             (
@@ -441,25 +541,25 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
         if sc.hot_tenant {
             v.push(("CHAT_MAX_DETACHED_PER_TENANT", "3".into()));
         }
-        v.into_iter().map(|(k, val)| (k.to_owned(), val)).collect()
+        v.into_iter()
+            .map(|(k, val)| (k.to_owned(), val))
+            .chain(store.env(store.port(), &prefix))
+            .collect()
     };
-    let proxy = crate::proxy::Proxy::start(redis.port())
+    let proxy = crate::proxy::Proxy::start(store.port())
         .await
         .map_err(|e| format!("proxy: {e}"))?;
     proxy.mirror(matches!(sc.fault, Fault::RunTwice));
     let proxied = matches!(
         sc.fault,
-        Fault::SlowRedis { .. } | Fault::LoseReplies { .. } | Fault::RunTwice
+        Fault::SlowStore { .. } | Fault::LoseReplies { .. } | Fault::RunTwice
     );
     let mut replicas = Vec::new();
     for i in 0..3 {
         let name = format!("r{i}");
         let mut vars = env(&name);
         if i == 0 && proxied {
-            vars.push((
-                "REDIS_URL".into(),
-                format!("redis://127.0.0.1:{}", proxy.port),
-            ));
+            vars.extend(store.env(proxy.port, &prefix));
         }
         replicas.push(
             Replica::start(bin, &name, &vars)
@@ -546,17 +646,17 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
         Fault::None => {}
         Fault::PauseWrites { at, ms } => {
             tokio::time::sleep_until(started + Duration::from_millis(at)).await;
-            redis.pause_writes(ms).map_err(|e| e.to_string())?;
+            store.pause_writes(ms)?;
         }
-        Fault::StopRedis { at, ms } => {
+        Fault::StopStore { at, ms } => {
             tokio::time::sleep_until(started + Duration::from_millis(at)).await;
-            redis.stop().map_err(|e| e.to_string())?;
+            store.stop()?;
             tokio::time::sleep(Duration::from_millis(ms)).await;
-            redis.resume().map_err(|e| e.to_string())?;
+            store.resume()?;
         }
-        Fault::RestartRedisEmpty { at } => {
+        Fault::CrashStore { at, down } => {
             tokio::time::sleep_until(started + Duration::from_millis(at)).await;
-            tokio::task::block_in_place(|| redis.restart_empty()).map_err(|e| e.to_string())?;
+            store.crash_and_restart(down).await?;
         }
         Fault::KillReplica { at } => {
             tokio::time::sleep_until(started + Duration::from_millis(at)).await;
@@ -568,7 +668,7 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
                 .retain(|t| *t != dead);
             replicas[0].kill().await;
         }
-        Fault::SlowRedis { at, ms, delay } => {
+        Fault::SlowStore { at, ms, delay } => {
             tokio::time::sleep_until(started + Duration::from_millis(at)).await;
             proxy.set_delay(delay);
             tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -609,7 +709,11 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
 
     let mut actions = Vec::new();
     let mut inline: HashMap<String, usize> = HashMap::new();
+    let mut commands: HashSet<String> = HashSet::new();
     for ((task, ids), kind) in tasks.into_iter().zip(actions_ids).zip(kinds) {
+        if kind == sender::Kind::SlashCommand {
+            commands.extend(ids.iter().cloned());
+        }
         let sends = task.await.map_err(|e| e.to_string())?;
         let answered: usize = sends.iter().map(|s| s.inline_answers.len()).sum();
         if answered > 0 {
@@ -624,29 +728,7 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
     quiesce(&replicas, Duration::from_millis(sc.delay_ms * 4 + 15_000)).await;
     tokio::time::sleep(settle).await;
     quiesce(&replicas, Duration::from_millis(sc.delay_ms * 4 + 15_000)).await;
-    let leftover: Vec<String> = redis
-        .keys(&format!("{prefix}:*"))
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .filter(|k| {
-            [
-                ":lease:",
-                ":run:",
-                ":runitems:",
-                ":outbox:",
-                ":wthreads:",
-                ":queue:",
-                ":pending:",
-                ":burst:",
-                ":burstmeta:",
-                ":slots:",
-                ":slotwait:",
-                ":slotruns:",
-            ]
-            .iter()
-            .any(|p| k.contains(p))
-        })
-        .collect();
+    let leftover = store.leftover(&prefix).await?;
     for r in &mut replicas {
         if r.alive() && !r.terminate(Duration::from_secs(5)).await {
             unclean.push(r.name.clone());
@@ -655,7 +737,21 @@ pub async fn run(sc: &Scenario, bin: &Path, seed: u64, work: &Path) -> Result<Re
     let lines = ledger::load(&ledger_dir).map_err(|e| e.to_string())?;
     let max_detached = sc.max_detached;
     let mut report = ledger::check(&lines, &actions, sc.allowances(), max_detached);
-    ledger::check_replies(&lines, &replies(&fake, &answers, &inline), &mut report);
+    // A store outage longer than the lease cuts runs after their reply went
+    // out; a slash command's rerun answers at its `response_url` again,
+    // which Slack does not deduplicate (ADR 0014). Posts are deduplicated
+    // by their reply keys, so every other kind must still answer once.
+    let outage = matches!(
+        sc.fault,
+        Fault::StopStore { .. } | Fault::CrashStore { .. } | Fault::PauseWrites { .. }
+    );
+    let again = if outage { commands } else { HashSet::new() };
+    ledger::check_replies(
+        &lines,
+        &replies(&fake, &answers, &inline),
+        &again,
+        &mut report,
+    );
     if !leftover.is_empty() {
         report.breaches.push(format!(
             "lock or queue keys left after quiescence: {leftover:?}"

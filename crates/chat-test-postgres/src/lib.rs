@@ -9,7 +9,8 @@
 //!   `CI=true`, where it fails.
 //! * **Start** a throwaway one on a free loopback port ([`PostgresServer`]):
 //!   `initdb` into a temporary directory (trust authentication on loopback,
-//!   no fsync), `pg_ctl start`; stopped and removed when dropped. As root —
+//!   no fsync, so a commit survives the server's crash but not the
+//!   machine's), `pg_ctl start`; stopped and removed when dropped. As root —
 //!   PostgreSQL refuses to run as root — the server runs as the `postgres`
 //!   user through `runuser`.
 //! * Give each test a schema of its own ([`unique_schema`]): nothing is ever
@@ -235,6 +236,53 @@ impl PostgresServer {
             .args(["-m", "immediate", "-w", "stop"]))
     }
 
+    /// SIGSTOP to the server and every process of it: it stops answering,
+    /// its connections stay open (a stalled server).
+    ///
+    /// # Errors
+    /// Its processes cannot be found or signalled.
+    pub fn pause(&self) -> Result<(), Error> {
+        self.signal("-STOP")
+    }
+
+    /// SIGCONT after [`pause`](Self::pause).
+    ///
+    /// # Errors
+    /// Its processes cannot be found or signalled.
+    pub fn resume(&self) -> Result<(), Error> {
+        self.signal("-CONT")
+    }
+
+    /// Sends `sig` to the postmaster (first line of `postmaster.pid`) and
+    /// its children (from `/proc`).
+    fn signal(&self, sig: &str) -> Result<(), Error> {
+        let pidfile = self.data().join("postmaster.pid");
+        let text = fs::read_to_string(&pidfile).map_err(|e| err(pidfile.display(), e))?;
+        let master = text
+            .lines()
+            .next()
+            .and_then(|l| l.trim().parse::<u32>().ok())
+            .ok_or_else(|| Error(format!("{}: no pid", pidfile.display())))?;
+        let mut pids = vec![master.to_string()];
+        for entry in fs::read_dir("/proc")
+            .map_err(|e| err("/proc", e))?
+            .flatten()
+        {
+            let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+            let parent = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            if parent == Some(master) {
+                pids.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        run(Command::new("kill").arg(sig).args(&pids))
+    }
+
     /// Starts it again on the same port and data, after [`stop`](Self::stop).
     ///
     /// # Errors
@@ -247,8 +295,8 @@ impl PostgresServer {
     /// it accepts connections.
     fn pg_start(&self) -> Result<(), Error> {
         let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
-             -c full_page_writes=off -c max_connections=200",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off \
+             -c max_connections=200",
             self.port,
             self.dir.display()
         );
