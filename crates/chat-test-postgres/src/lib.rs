@@ -253,9 +253,19 @@ impl PostgresServer {
         self.signal("-CONT")
     }
 
-    /// Sends `sig` to the postmaster (first line of `postmaster.pid`) and
-    /// its children (from `/proc`).
+    /// Sends `sig` to every process of the server.
     fn signal(&self, sig: &str) -> Result<(), Error> {
+        let pids: Vec<String> = self.pids()?.iter().map(u32::to_string).collect();
+        run(Command::new("kill").arg(sig).args(&pids))
+    }
+
+    /// The server's processes: the postmaster (first line of
+    /// `postmaster.pid`) and its children (from `/proc`), one per
+    /// connection among them.
+    ///
+    /// # Errors
+    /// It is not running, or `/proc` cannot be read.
+    pub fn pids(&self) -> Result<Vec<u32>, Error> {
         let pidfile = self.data().join("postmaster.pid");
         let text = fs::read_to_string(&pidfile).map_err(|e| err(pidfile.display(), e))?;
         let master = text
@@ -263,7 +273,7 @@ impl PostgresServer {
             .next()
             .and_then(|l| l.trim().parse::<u32>().ok())
             .ok_or_else(|| Error(format!("{}: no pid", pidfile.display())))?;
-        let mut pids = vec![master.to_string()];
+        let mut pids = vec![master];
         for entry in fs::read_dir("/proc")
             .map_err(|e| err("/proc", e))?
             .flatten()
@@ -276,11 +286,44 @@ impl PostgresServer {
                 .rsplit_once(')')
                 .and_then(|(_, rest)| rest.split_whitespace().nth(1))
                 .and_then(|p| p.parse::<u32>().ok());
-            if parent == Some(master) {
-                pids.push(entry.file_name().to_string_lossy().into_owned());
+            if parent == Some(master)
+                && let Ok(pid) = entry.file_name().to_string_lossy().parse()
+            {
+                pids.push(pid);
             }
         }
-        run(Command::new("kill").arg(sig).args(&pids))
+        Ok(pids)
+    }
+
+    /// Runs `sql` with `psql` (unaligned, tuples only) as `postgres`;
+    /// what it printed, trimmed.
+    ///
+    /// # Errors
+    /// `psql` is missing or the statement failed (its output in the message).
+    pub fn psql(&self, sql: &str) -> Result<String, Error> {
+        // Beside the real initdb (the one found may be a link to it), or
+        // on PATH.
+        let beside = fs::canonicalize(self.bin.join("initdb"))
+            .ok()
+            .and_then(|initdb| Some(initdb.parent()?.join("psql")))
+            .filter(|psql| psql.is_file());
+        let out = Command::new(beside.unwrap_or_else(|| PathBuf::from("psql")))
+            .args(["-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1"])
+            .args(["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres"])
+            .arg("-p")
+            .arg(self.port.to_string())
+            .arg("-c")
+            .arg(sql)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| err("psql", e))?;
+        if !out.status.success() {
+            return Err(Error(format!(
+                "psql {sql:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
     }
 
     /// Starts it again on the same port and data, after [`stop`](Self::stop).

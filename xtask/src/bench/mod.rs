@@ -5,8 +5,9 @@
 //!
 //! Scenarios (all of them when none is named):
 //!
-//! * `backends` — memory vs Redis state: closed-loop maximum rate, and open
-//!   loop at half of each target rate and at one common rate.
+//! * `backends` — memory vs Redis vs PostgreSQL state: closed-loop maximum
+//!   rate, and open loop at half of each saturated rate and at one common
+//!   rate; the store's CPU, bytes held and round trips per delivery.
 //! * `dispatch` — sync vs deferred dispatch, on memory state.
 //! * `strategies` — drop, queue and burst on overlapping threads.
 //! * `flood` — 5× the capacity that `CHAT_MAX_DETACHED` and a slow handler
@@ -38,6 +39,7 @@ use run::Bench;
 enum Backend {
     Memory,
     Redis,
+    Postgres,
 }
 
 impl Backend {
@@ -45,6 +47,7 @@ impl Backend {
         match self {
             Self::Memory => "memory",
             Self::Redis => "redis",
+            Self::Postgres => "postgres",
         }
     }
 }

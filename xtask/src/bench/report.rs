@@ -66,7 +66,7 @@ pub(super) fn below(got: f64, target: f64, unit: &str) -> String {
 
 pub(super) fn latency_table(done: &[(String, Backend, Figures)]) -> String {
     let mut t = String::from(
-        "| run | state | offered/s | achieved/s | ack p50 ms | p90 | p99 | p99.9 | max | 2xx | 503 | errors | handler runs | peak RSS MiB | CPU µs/delivery: bot | Redis | fake Slack | loadgen |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| run | state | offered/s | achieved/s | ack p50 ms | p90 | p99 | p99.9 | max | 2xx | 503 | errors | handler runs | peak RSS MiB | CPU µs/delivery: bot | store | fake Slack | loadgen |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for (label, backend, f) in done {
         let offered = match f.get("offered_rate").and_then(serde_json::Value::as_f64) {
@@ -89,7 +89,7 @@ pub(super) fn latency_table(done: &[(String, Backend, Figures)]) -> String {
             int(f, "handler_runs"),
             num(f, "rss_max_mib", 1),
             num(f, "server_cpu_us_per_delivery", 0),
-            num(f, "redis_cpu_us_per_delivery", 0),
+            num(f, "store_cpu_us_per_delivery", 0),
             num(f, "fake_slack_cpu_us_per_delivery", 0),
             num(f, "loadgen_cpu_us_per_delivery", 0),
         );

@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
+use chat_test_postgres::PostgresServer;
 use chat_test_redis::RedisServer;
 use serde_json::Value;
 
@@ -54,6 +55,7 @@ pub(super) struct Bench {
     pub(super) slack_url: String,
     pub(super) fake_slack: Option<Owned>,
     pub(super) redis: Option<RedisServer>,
+    pub(super) postgres: Option<PostgresServer>,
     pub(super) results: fs::File,
 }
 
@@ -116,6 +118,26 @@ impl Bench {
         } else {
             None
         };
+        let postgres = if chosen.contains(&"backends") {
+            if chat_test_postgres::tools_installed() {
+                let p = PostgresServer::start()?;
+                // Per-function call counts: the ack path's statements.
+                p.psql("ALTER SYSTEM SET track_functions = 'pl'")?;
+                p.psql("SELECT pg_reload_conf()")?;
+                println!("bench: PostgreSQL on {}", p.url());
+                Some(p)
+            } else if is_ci() {
+                return Err("PostgreSQL is needed (apt-get install postgresql)".to_owned());
+            } else {
+                println!(
+                    "\n!!! bench: initdb/pg_ctl not found: the PostgreSQL runs are SKIPPED \
+                     (apt-get install postgresql)\n"
+                );
+                None
+            }
+        } else {
+            None
+        };
         let results = fs::File::create(out.join("results.jsonl"))
             .map_err(|e| format!("results.jsonl: {e}"))?;
         Ok(Self {
@@ -125,6 +147,7 @@ impl Bench {
             slack_url,
             fake_slack,
             redis,
+            postgres,
             results,
         })
     }
@@ -187,12 +210,33 @@ impl Bench {
 
     pub(super) fn run_one(&mut self, run: &Run) -> Result<Figures, String> {
         let redis_url = match run.backend {
-            Backend::Memory => None,
+            Backend::Memory | Backend::Postgres => None,
             Backend::Redis => {
                 let r = self.redis.as_ref().ok_or("no redis-server")?;
                 r.command(&["FLUSHALL"])?;
                 Some(r.url())
             }
+        };
+        // PostgreSQL: a schema of the run's own, so what it holds after the
+        // run is this run's; statistics from zero.
+        let schema = format!(
+            "bench_{}",
+            run.label
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                })
+                .collect::<String>()
+        );
+        let postgres = match run.backend {
+            Backend::Postgres => {
+                let p = self.postgres.as_ref().ok_or("no PostgreSQL")?;
+                p.psql("SELECT pg_stat_reset()")?;
+                Some(p)
+            }
+            _ => None,
         };
         let port = free_port()?;
         let log_path = self.out.join(format!("{}.echo-bot.log", run.label));
@@ -225,12 +269,26 @@ impl Bench {
         if let Some(url) = &redis_url {
             c.env("REDIS_URL", url);
         }
+        if let Some(p) = postgres {
+            c.env("DATABASE_URL", p.url())
+                .env("DATABASE_SCHEMA", &schema);
+        }
         for (k, v) in &run.env {
             c.env(k, v);
         }
         let child = Owned(c.spawn().map_err(|e| format!("starting echo-bot: {e}"))?);
         let pid = child.0.id();
         wait_healthy(port, Duration::from_secs(20))?;
+        // The empty schema's size (migrated at start), and the server's CPU.
+        let redis_bytes = |b: Backend| match (b, self.redis.as_ref()) {
+            (Backend::Redis, Some(r)) => r.info("memory", "used_memory").ok().map(|v| v as f64),
+            _ => None,
+        };
+        let redis_before = redis_bytes(run.backend);
+        let pg_before = match postgres {
+            Some(p) => Some((schema_bytes(p, &schema)?, pg_cpu_secs(p))),
+            None => None,
+        };
 
         // BENCH_LOADGEN: another build of the load generator, likewise.
         let loadgen = std::env::var_os("BENCH_LOADGEN")
@@ -264,7 +322,27 @@ impl Bench {
             .then(|| scrape(port))
             .flatten()
             .and_then(|text| histogram_quantile(&text, "chat_ack_duration_seconds", 0.99));
+        let pg_cpu = postgres.map(pg_cpu_secs);
+        let redis_after = redis_bytes(run.backend);
         drop(child);
+        // Its connections closed, each server process has flushed its
+        // statistics on exit.
+        let pg_after = match postgres {
+            Some(p) => {
+                std::thread::sleep(Duration::from_millis(500));
+                let calls = pg_calls(p, &schema)?;
+                let on_disk = schema_bytes(p, &schema)?;
+                // What the live rows take, without the dead versions that
+                // vacuum reclaims for reuse.
+                let tables = p.psql(&format!(
+                    "SELECT string_agg(format('%I.%I', schemaname, tablename), ', ') \
+                     FROM pg_tables WHERE schemaname = '{schema}'"
+                ))?;
+                p.psql(&format!("VACUUM FULL {tables}"))?;
+                Some((on_disk, schema_bytes(p, &schema)?, calls))
+            }
+            None => None,
+        };
         let text_path = self.out.join(format!("{}.txt", run.label));
         let _ = fs::write(&text_path, format!("{stdout}{stderr}"));
         if !ok {
@@ -291,6 +369,44 @@ impl Bench {
                 Value::from(cpu * 1e6 / sent),
             );
         }
+        if let (Some((bytes_before, cpu_before)), Some((on_disk, live, calls)), Some(cpu_after)) =
+            (pg_before, pg_after, pg_cpu)
+        {
+            figures.insert(
+                "pg_disk_bytes_per_delivery".to_owned(),
+                Value::from((on_disk - bytes_before) / sent),
+            );
+            figures.insert(
+                "store_cpu_us_per_delivery".to_owned(),
+                Value::from((cpu_after - cpu_before) * 1e6 / sent),
+            );
+            figures.insert(
+                "store_bytes_per_delivery".to_owned(),
+                Value::from((live - bytes_before) / sent),
+            );
+            let (admit, functions, transactions) = calls;
+            figures.insert(
+                "pg_admit_per_delivery".to_owned(),
+                Value::from(admit / sent),
+            );
+            figures.insert(
+                "pg_functions_per_delivery".to_owned(),
+                Value::from(functions / sent),
+            );
+            figures.insert(
+                "pg_transactions_per_delivery".to_owned(),
+                Value::from(transactions / sent),
+            );
+        }
+        if let (Some(before), Some(after)) = (redis_before, redis_after) {
+            figures.insert(
+                "store_bytes_per_delivery".to_owned(),
+                Value::from((after - before) / sent),
+            );
+        }
+        if let Some(cpu) = figures.get("redis_cpu_us_per_delivery").cloned() {
+            figures.insert("store_cpu_us_per_delivery".to_owned(), cpu);
+        }
         if let Some(p99) = server_ack {
             figures.insert("server_ack_p99_ms_le".to_owned(), Value::from(p99 * 1e3));
         }
@@ -316,9 +432,53 @@ impl Bench {
                 println!("bench: {:<28} SKIPPED (no redis-server)", r.label);
                 continue;
             }
+            if r.backend == Backend::Postgres && self.postgres.is_none() {
+                println!("bench: {:<28} SKIPPED (no PostgreSQL)", r.label);
+                continue;
+            }
             done.push((r.label.clone(), r.backend, self.run_one(r)?));
         }
         Ok(done)
+    }
+}
+
+/// The bytes `schema`'s tables hold, indexes and TOAST included.
+fn schema_bytes(p: &PostgresServer, schema: &str) -> Result<f64, String> {
+    let text = p.psql(&format!(
+        "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c \
+         JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE n.nspname = '{schema}' AND c.relkind = 'r'"
+    ))?;
+    text.parse().map_err(|e| format!("{text:?}: {e}"))
+}
+
+/// CPU seconds of every process of the server.
+fn pg_cpu_secs(p: &PostgresServer) -> f64 {
+    p.pids()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(cpu_secs)
+        .sum()
+}
+
+/// Since the statistics were reset: calls of `schema.admit` (the ack
+/// path), of every public function of `schema` (the helpers, named `_…`,
+/// and `now_ms` left out), and transactions committed in the database
+/// (one per statement the bot sent).
+fn pg_calls(p: &PostgresServer, schema: &str) -> Result<(f64, f64, f64), String> {
+    let text = p.psql(&format!(
+        "SELECT coalesce(sum(calls) FILTER (WHERE funcname = 'admit'), 0), \
+         coalesce(sum(calls) FILTER (WHERE funcname NOT LIKE '\\_%' AND funcname <> 'now_ms'), 0), \
+         (SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres') \
+         FROM pg_stat_user_functions WHERE schemaname = '{schema}'"
+    ))?;
+    let v: Vec<f64> = text
+        .split('|')
+        .filter_map(|x| x.trim().parse().ok())
+        .collect();
+    match v[..] {
+        [a, f, t] => Ok((a, f, t)),
+        _ => Err(format!("pg_stat_user_functions: {text:?}")),
     }
 }
 

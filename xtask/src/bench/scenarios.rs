@@ -22,7 +22,7 @@ impl Bench {
             ]
         };
         let mut runs = Vec::new();
-        for backend in [Backend::Memory, Backend::Redis] {
+        for backend in [Backend::Memory, Backend::Redis, Backend::Postgres] {
             let (load, limit) = self.load(None, 15.0, &["--connections", "64"]);
             runs.push(Run {
                 label: format!("{}-max", backend.name()),
@@ -45,6 +45,8 @@ impl Bench {
         };
         let memory_half = half("memory-max", TARGET_MEMORY_RATE);
         let redis_half = half("redis-max", TARGET_REDIS_RATE);
+        // PostgreSQL has no target: half of what it sustained.
+        let postgres_half = half("postgres-max", 0.0);
         // A tail percentile on this VM moves by more than 2× from one run to
         // the next, so a full run measures each half-rate load three times,
         // alternating backends, and judges the median run; every run is
@@ -54,6 +56,11 @@ impl Bench {
         for i in 1..=repeats {
             at_half.push((Backend::Memory, memory_half, format!("memory-at-half {i}")));
             at_half.push((Backend::Redis, redis_half, format!("redis-at-half {i}")));
+            at_half.push((
+                Backend::Postgres,
+                postgres_half,
+                format!("postgres-at-half {i}"),
+            ));
         }
         let mut fixed = Vec::new();
         for (backend, rate, label) in at_half.into_iter().chain([
@@ -80,8 +87,10 @@ impl Bench {
         }
         done.extend(self.runs(&fixed)?);
         let mut t = String::from(
-            "## backends: memory vs Redis (deferred dispatch, queue, no-op handler)\n\n",
+            "## backends: memory vs Redis vs PostgreSQL (deferred dispatch, queue, no-op handler)\n\n",
         );
+        t.push_str(&backends_table(&done, repeats));
+        let _ = writeln!(t);
         t.push_str(&latency_table(&done));
         let get = |label: &str| done.iter().find(|(l, _, _)| l == label).map(|(_, _, f)| f);
         let _ = writeln!(t);
@@ -659,6 +668,67 @@ fn median_run<'a>(
         .map(|(_, _, f)| f)
         .collect();
     median(&mut runs, |f| fl(f, key)).map(|(f, spread)| (*f, spread))
+}
+
+/// The backends side by side: the saturated rate, the median ack p99 at
+/// half of it, and per delivery at the saturated rate the store's CPU, the
+/// bytes it still holds, and its round trips (calls on the ack path, and
+/// all calls).
+fn backends_table(done: &[(String, Backend, Figures)], repeats: usize) -> String {
+    let mut t = format!(
+        "| state | max deliveries/s | ack p99 ms at half (median of {repeats}) | store CPU µs/delivery | store bytes held/delivery | ack-path calls/delivery | state calls/delivery |\n|---|---:|---:|---:|---:|---:|---:|\n"
+    );
+    for backend in [Backend::Memory, Backend::Redis, Backend::Postgres] {
+        let name = backend.name();
+        let Some(max) = done
+            .iter()
+            .find(|(l, _, _)| *l == format!("{name}-max"))
+            .map(|(_, _, f)| f)
+        else {
+            continue;
+        };
+        let p99 = median_run(done, &format!("{name}-at-half"), "ack_p99_ms")
+            .map_or_else(|| "–".to_owned(), |(f, _)| num(f, "ack_p99_ms", 2));
+        let (ack, all) = match backend {
+            Backend::Memory => ("–".to_owned(), "–".to_owned()),
+            Backend::Redis => (
+                "redis-calls".to_owned(),
+                num(max, "redis_cmdstat_evalsha_per_delivery", 2),
+            ),
+            Backend::Postgres => (
+                num(max, "pg_admit_per_delivery", 2),
+                num(max, "pg_transactions_per_delivery", 2),
+            ),
+        };
+        let _ = writeln!(
+            t,
+            "| {name} | {} | {p99} | {} | {} | {ack} | {all} |",
+            num(max, "achieved_rate", 0),
+            num(max, "store_cpu_us_per_delivery", 1),
+            num(max, "store_bytes_per_delivery", 0),
+        );
+    }
+    t.push_str(
+        "\nack-path calls: Redis's admit script is its only call before the answer \
+         (measured by the redis-calls scenario, with `MONITOR`); PostgreSQL's, calls of the `admit` function — \
+         one statement, one round trip. State calls: every `EVALSHA` (Redis) or \
+         committed transaction (PostgreSQL, one per statement) per delivery. Bytes held: \
+         Redis's `used_memory` growth; PostgreSQL's live rows (the schema's size after \
+         `VACUUM FULL`, less the empty schema's).\n",
+    );
+    if let Some(f) = done
+        .iter()
+        .find(|(l, _, _)| l == "postgres-max")
+        .map(|(_, _, f)| f)
+    {
+        let _ = writeln!(
+            t,
+            "PostgreSQL's files grew {} B per delivery at the saturated rate: dead row \
+             versions until autovacuum reclaims them for reuse.",
+            num(f, "pg_disk_bytes_per_delivery", 0)
+        );
+    }
+    t
 }
 
 /// Of repeated measurements, the one with the median `key` (sorting them by
