@@ -438,7 +438,7 @@ pub fn all() -> Vec<(Scenario, bool)> {
                     .sync()
                     .every_kind()
             },
-            true,
+            false,
         ),
         (
             Scenario {
@@ -458,7 +458,7 @@ pub fn all() -> Vec<(Scenario, bool)> {
                 fault: Fault::LoseReplies { at: 300, ms: 2000 },
                 ..s("pg-replies-lost", "queue").postgres()
             },
-            true,
+            false,
         ),
         (
             Scenario {
@@ -467,7 +467,7 @@ pub fn all() -> Vec<(Scenario, bool)> {
                 fault: Fault::RunTwice,
                 ..s("pg-requests-run-twice", "queue").postgres()
             },
-            true,
+            false,
         ),
         (
             Scenario {
