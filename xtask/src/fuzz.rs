@@ -13,6 +13,7 @@ const TARGETS: &[&str] = &[
     "linear_inbound",
     "telegram_inbound",
     "whatsapp_inbound",
+    "github_inbound",
 ];
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {

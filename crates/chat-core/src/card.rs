@@ -428,6 +428,42 @@ impl Card {
         (!links.is_empty()).then(|| links.join(" · "))
     }
 
+    /// The card as Markdown for a platform that shows neither buttons nor
+    /// selects (Linear, a GitHub comment): [`to_markdown`](Self::to_markdown)
+    /// with each row of actions as its [`link_buttons`](Self::link_buttons)
+    /// and a note naming what `platform` cannot show.
+    ///
+    /// ```
+    /// use chat_core::card::{Button, Card};
+    /// let card = Card::new()
+    ///     .header("Deploy")
+    ///     .actions([Button::link("Open", "https://e.x").into(), Button::new("undo", "Undo").into()]);
+    /// assert_eq!(
+    ///     card.to_link_markdown("GitHub"),
+    ///     "### Deploy\n\n[Open](https://e.x)\n\n_Not shown on GitHub: Undo_"
+    /// );
+    /// ```
+    pub fn to_link_markdown(&self, platform: &str) -> String {
+        self.to_markdown(|elements| {
+            let mut blocks = Vec::new();
+            if let Some(links) = Self::link_buttons(elements) {
+                blocks.push(links);
+            }
+            let omitted: Vec<String> = elements
+                .iter()
+                .filter_map(|e| match e {
+                    ActionElement::Button(b) if b.url.is_none() => Some(one_line(&b.text)),
+                    ActionElement::Select(s) => Some(one_line(&s.placeholder)),
+                    _ => None,
+                })
+                .collect();
+            if !omitted.is_empty() {
+                blocks.push(format!("_Not shown on {platform}: {}_", omitted.join(", ")));
+            }
+            (!blocks.is_empty()).then(|| blocks.join("\n\n"))
+        })
+    }
+
     /// An empty card.
     pub fn new() -> Self {
         Self::default()

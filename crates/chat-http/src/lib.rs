@@ -51,11 +51,13 @@
 
 #![forbid(unsafe_code)]
 
+mod auth;
 mod error;
 mod options;
 mod retry;
 mod transport;
 
+pub use auth::{bearer, is_base_url};
 pub use error::{BuildError, TransportError};
 pub use options::HttpOptions;
 pub use retry::{Attempt, RetryPolicy, backoff, call, parse_seconds, retry_after, seconds};

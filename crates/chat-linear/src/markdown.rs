@@ -18,35 +18,13 @@
 //! );
 //! ```
 
-use chat_core::card::{ActionElement, Card};
+use chat_core::card::Card;
 
 /// Renders a card as Linear Markdown (blocks separated by a blank line):
 /// the card's own Markdown, with each row of actions as its link buttons and
 /// a note naming what Linear cannot show.
 pub fn render(card: &Card) -> String {
-    card.to_markdown(|elements| {
-        let mut blocks = Vec::new();
-        if let Some(links) = Card::link_buttons(elements) {
-            blocks.push(links);
-        }
-        let omitted: Vec<String> = elements
-            .iter()
-            .filter_map(|e| match e {
-                ActionElement::Button(b) if b.url.is_none() => Some(one_line(&b.text)),
-                ActionElement::Select(s) => Some(one_line(&s.placeholder)),
-                _ => None,
-            })
-            .collect();
-        if !omitted.is_empty() {
-            blocks.push(format!("_Not shown on Linear: {}_", omitted.join(", ")));
-        }
-        (!blocks.is_empty()).then(|| blocks.join("\n\n"))
-    })
-}
-
-/// Text that must stay on one line (a label).
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    card.to_link_markdown("Linear")
 }
 
 #[cfg(test)]

@@ -15,12 +15,12 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::{get, post};
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, CONTENT_TYPE};
+use http::header::CONTENT_TYPE;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::scaffold::{Call, Fake, Reply};
+use crate::scaffold::{Call, Fake, Reply, bearer};
 use crate::server::{Server, serve};
 
 /// The Graph API version the fake's URL carries.
@@ -286,16 +286,6 @@ impl FakeWhatsApp {
             .wait_for(|c| c.endpoint == endpoint, count, timeout)
             .await
     }
-}
-
-fn bearer(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get(AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned)
 }
 
 type Answer = (StatusCode, Value);

@@ -50,6 +50,7 @@
 mod adapter;
 pub mod conformance;
 pub mod events;
+mod fake_github;
 mod fake_linear;
 mod fake_oauth;
 mod fake_slack;
@@ -67,6 +68,7 @@ pub mod signed;
 
 pub use adapter::{SIGNATURE_HEADER, ScriptedAdapter};
 pub use events::{EventBuilder, user};
+pub use fake_github::{FakeGitHub, GitHubApi, GitHubCall, GitHubReply};
 pub use fake_linear::{FakeLinear, LinearApi, LinearCall, LinearReply, RATELIMIT_RESET_HEADER};
 pub use fake_oauth::{
     FakeLinearOAuth, FakeSlackOAuth, LinearOrganization, SlackWorkspace, TokenRequest,

@@ -158,6 +158,17 @@ impl<P> Reply<P> {
     }
 }
 
+/// The token of an `Authorization: Bearer …` header, if any.
+pub(crate) fn bearer(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+}
+
 /// A call a fake records: what it is keyed by for scripts and
 /// `calls_of` (Slack's method, Linear's operation).
 pub(crate) trait Call: Clone {

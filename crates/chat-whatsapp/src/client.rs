@@ -56,14 +56,6 @@ impl std::fmt::Debug for WhatsAppClient {
     }
 }
 
-fn bearer(token: &Secret) -> Result<HeaderValue, AdapterError> {
-    let mut v = HeaderValue::try_from(format!("Bearer {}", token.expose())).map_err(|_| {
-        AdapterError::Invalid("an access token that is not a header value".to_owned())
-    })?;
-    v.set_sensitive(true);
-    Ok(v)
-}
-
 impl WhatsAppClient {
     /// A client at `api` (default [`DEFAULT_API_URL`]) with `token`.
     ///
@@ -79,7 +71,7 @@ impl WhatsAppClient {
                 options,
                 api: api.trim_end_matches('/').to_owned(),
             }),
-            token: bearer(token)?,
+            token: chat_http::bearer(token)?,
             deadline: None,
         })
     }
@@ -91,7 +83,7 @@ impl WhatsAppClient {
     pub fn with_token(&self, token: &Secret) -> Result<Self, AdapterError> {
         Ok(Self {
             inner: Arc::clone(&self.inner),
-            token: bearer(token)?,
+            token: chat_http::bearer(token)?,
             deadline: self.deadline,
         })
     }

@@ -20,15 +20,7 @@ pub(crate) fn verify_signature(
     headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<(), WebhookError> {
-    let value = headers
-        .get(SIGNATURE_HEADER)
-        .ok_or(WebhookError::MissingHeader(SIGNATURE_HEADER))?
-        .to_str()
-        .map_err(|_| WebhookError::BadSignature)?;
-    let hex_tag = value
-        .strip_prefix("sha256=")
-        .ok_or(WebhookError::BadSignature)?;
-    let tag = hex::decode(hex_tag).map_err(|_| WebhookError::BadSignature)?;
+    let tag = chat_core::adapter::signature_tag(headers, SIGNATURE_HEADER, "sha256=")?;
     hmac::verify(key, body, &tag).map_err(|_| WebhookError::BadSignature)
 }
 

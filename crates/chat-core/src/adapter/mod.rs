@@ -111,7 +111,9 @@ pub use self::capability::{
     Uploads, Users,
 };
 pub use self::messaging::Messaging;
-pub use self::webhook::{DefaultLockScope, Inbound, Resolution, Verdict, Webhook};
+pub use self::webhook::{
+    DefaultLockScope, Inbound, Resolution, Verdict, Webhook, signature_tag, status_response,
+};
 pub use crate::outbound::{MessageRef, OutboundMessage, PostKey, TextFormat};
 
 /// One platform: its [`Webhook`] side, its [`Messaging`] side, and the

@@ -267,3 +267,56 @@ pub trait Webhook: Send + Sync + 'static {
         let _ = event;
     }
 }
+
+/// The tag of a signature header of the form `<prefix><hex>` (GitHub's and
+/// Meta's `X-Hub-Signature-256: sha256=<hex>`), decoded from hex in either
+/// case, for the adapter to check against its own MAC in constant time. A
+/// missing header is [`WebhookError::MissingHeader`]; one that does not
+/// read is [`WebhookError::BadSignature`], which never says why.
+///
+/// ```
+/// use chat_core::adapter::signature_tag;
+/// let mut headers = http::HeaderMap::new();
+/// headers.insert("x-hub-signature-256", "sha256=0aff".parse().unwrap());
+/// assert_eq!(signature_tag(&headers, "x-hub-signature-256", "sha256=").unwrap(), [0x0a, 0xff]);
+/// assert!(signature_tag(&headers, "x-hub-signature-256", "sha1=").is_err());
+/// ```
+pub fn signature_tag(
+    headers: &http::HeaderMap,
+    name: &'static str,
+    prefix: &str,
+) -> Result<Vec<u8>, WebhookError> {
+    let value = headers
+        .get(name)
+        .ok_or(WebhookError::MissingHeader(name))?
+        .to_str()
+        .map_err(|_| WebhookError::BadSignature)?;
+    let hex_tag = value
+        .strip_prefix(prefix)
+        .ok_or(WebhookError::BadSignature)?;
+    hex::decode(hex_tag).map_err(|_| WebhookError::BadSignature)
+}
+
+/// The answer of a platform that reads nothing of it but its status
+/// (GitHub, WhatsApp): a verdict that must be sent again is `503` (at
+/// capacity) or `500` (failed); a refused delivery its error's status and
+/// text (`unauthorized` for a bad signature, which never says why); any
+/// other an empty `200`.
+pub fn status_response(verdict: &Verdict) -> http::Response<Bytes> {
+    let (status, body) = match verdict {
+        Verdict::AtCapacity => (http::StatusCode::SERVICE_UNAVAILABLE, Bytes::new()),
+        Verdict::Failed => (http::StatusCode::INTERNAL_SERVER_ERROR, Bytes::new()),
+        Verdict::Rejected(e) => (
+            e.status(),
+            Bytes::from(if e.is_unauthorized() {
+                "unauthorized".to_owned()
+            } else {
+                e.to_string()
+            }),
+        ),
+        _ => (http::StatusCode::OK, Bytes::new()),
+    };
+    let mut r = http::Response::new(body);
+    *r.status_mut() = status;
+    r
+}

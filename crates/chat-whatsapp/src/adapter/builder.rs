@@ -126,8 +126,7 @@ impl WhatsAppAdapterBuilder {
     /// A [`BuildError`] naming what is missing, conflicting or malformed.
     pub fn build(self) -> Result<WhatsAppAdapter, BuildError> {
         let api = self.api_url.as_deref().unwrap_or(DEFAULT_API_URL);
-        let uri: http::Uri = api.parse().map_err(|_| BuildError::InvalidApiUrl)?;
-        if !matches!(uri.scheme_str(), Some("https" | "http")) || uri.host().is_none() {
+        if !chat_http::is_base_url(api) {
             return Err(BuildError::InvalidApiUrl);
         }
         let app_secret = self

@@ -12,7 +12,7 @@ use chat_core::{
     AdapterError, BoxError, DefaultLockScope, Event, Inbound, PlatformAdapter, Reply, Resolution,
     Verdict, WebhookError,
 };
-use http::{HeaderValue, Method, StatusCode};
+use http::{HeaderValue, Method};
 
 use super::WhatsAppAdapter;
 use crate::WHATSAPP;
@@ -150,20 +150,7 @@ impl chat_core::Webhook for WhatsAppAdapter {
     }
 
     fn respond(&self, _event: Option<&Event>, verdict: &Verdict) -> http::Response<Bytes> {
-        match verdict {
-            Verdict::AtCapacity => empty(StatusCode::SERVICE_UNAVAILABLE),
-            Verdict::Failed => empty(StatusCode::INTERNAL_SERVER_ERROR),
-            Verdict::Rejected(e) => {
-                let mut r = http::Response::new(Bytes::from(if e.is_unauthorized() {
-                    "unauthorized".to_owned()
-                } else {
-                    e.to_string()
-                }));
-                *r.status_mut() = e.status();
-                r
-            }
-            _ => empty(StatusCode::OK),
-        }
+        chat_core::adapter::status_response(verdict)
     }
 
     /// Meta reads nothing of the answer.
@@ -196,10 +183,4 @@ impl chat_core::Webhook for WhatsAppAdapter {
             _ => Err(AdapterError::Unsupported("modals")),
         }
     }
-}
-
-fn empty(status: StatusCode) -> http::Response<Bytes> {
-    let mut r = http::Response::new(Bytes::new());
-    *r.status_mut() = status;
-    r
 }

@@ -1,0 +1,216 @@
+//! Comments, review replies, edits, deletions and reactions against the
+//! fake GitHub API; installation tokens fetched once for concurrent
+//! callers; a repeated run's reply found instead of posted again; rate
+//! limits waited out as GitHub asks and never sooner.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chat_core::{
+    AdapterError, EventId, MessageRef, Messaging, OutboundMessage, PostKey, ThreadRef,
+};
+use chat_github::{GITHUB, GitHubAdapter};
+use chat_testkit::{FakeGitHub, GitHubReply};
+
+const KEY: &str = include_str!("fixtures/test-app-key.pem");
+
+async fn with_token() -> (FakeGitHub, GitHubAdapter) {
+    let fake = FakeGitHub::start("triage-bot").await;
+    let github = GitHubAdapter::builder()
+        .webhook_secret("s")
+        .token("github_pat_test")
+        .login("triage-bot")
+        .api_url(fake.api_url())
+        .build()
+        .unwrap();
+    (fake, github)
+}
+
+fn thread(t: &str) -> ThreadRef {
+    ThreadRef::new(GITHUB, "octo", "octo/hello", t)
+}
+
+#[tokio::test]
+async fn a_reply_is_a_comment_that_can_be_edited_reacted_to_and_deleted() {
+    let (fake, github) = with_token().await;
+    let posted = github
+        .post(&thread("42"), &OutboundMessage::text("on it"))
+        .await
+        .unwrap();
+    assert_eq!(fake.comments("octo/hello", 42), ["on it"]);
+    let call = &fake.calls_of("create_comment")[0];
+    assert_eq!(call.token, "github_pat_test");
+
+    github
+        .edit(&posted, &OutboundMessage::text("done"))
+        .await
+        .unwrap();
+    assert_eq!(fake.comments("octo/hello", 42), ["done"]);
+    github.react(&posted, "eyes").await.unwrap();
+    github.react(&posted, ":tada:").await.unwrap();
+    // Twice is not an error (GitHub answers 200).
+    github.react(&posted, "eyes").await.unwrap();
+    assert_eq!(fake.reactions(&posted.id), ["eyes", "hooray"]);
+    assert!(matches!(
+        github.react(&posted, "party_parrot").await,
+        Err(AdapterError::Invalid(_))
+    ));
+
+    github.delete(&posted).await.unwrap();
+    assert!(fake.comments("octo/hello", 42).is_empty());
+}
+
+#[tokio::test]
+async fn a_reply_in_a_review_thread_answers_the_threads_first_comment() {
+    let (fake, github) = with_token().await;
+    let posted = github
+        .post(&thread("7/r500"), &OutboundMessage::text("line 3 is fine"))
+        .await
+        .unwrap();
+    assert!(posted.id.starts_with('r'), "{posted:?}");
+    let call = &fake.calls_of("reply_review")[0];
+    assert_eq!(call.path, "/repos/octo/hello/pulls/7/comments/500/replies");
+    github.react(&posted, "+1").await.unwrap();
+    assert_eq!(fake.reactions(&posted.id), ["+1"]);
+    // A discussion is not answered yet: said, not posted elsewhere.
+    assert!(matches!(
+        github
+            .post(&thread("d30"), &OutboundMessage::text("x"))
+            .await,
+        Err(AdapterError::Unsupported(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_repeated_runs_reply_is_found_instead_of_posted_again() {
+    let (fake, github) = with_token().await;
+    let key = |attempt| PostKey::new(EventId::new("delivery-1"), 0, attempt);
+    let first = github
+        .post(
+            &thread("42"),
+            &OutboundMessage::text("answer").with_post_key(key(1)),
+        )
+        .await
+        .unwrap();
+    let again = github
+        .post(
+            &thread("42"),
+            &OutboundMessage::text("answer").with_post_key(key(2)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(first, again);
+    assert_eq!(fake.calls_of("create_comment").len(), 1);
+    // Another reply of the same run is posted.
+    github
+        .post(
+            &thread("42"),
+            &OutboundMessage::text("more").with_post_key(PostKey::new(
+                EventId::new("delivery-1"),
+                1,
+                2,
+            )),
+        )
+        .await
+        .unwrap();
+    assert_eq!(fake.calls_of("create_comment").len(), 2);
+}
+
+#[tokio::test]
+async fn concurrent_calls_of_an_installation_share_one_token_fetch() {
+    let fake = FakeGitHub::start("triage-bot[bot]").await;
+    let github = Arc::new(
+        GitHubAdapter::builder()
+            .webhook_secret("s")
+            .app("12345", KEY)
+            .app_slug("triage-bot")
+            .api_url(fake.api_url())
+            .build()
+            .unwrap(),
+    );
+    assert_eq!(github.login(), "triage-bot[bot]");
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let github = Arc::clone(&github);
+        tasks.push(tokio::spawn(async move {
+            let t = ThreadRef::new(GITHUB, "77", "octo/hello", "42");
+            github
+                .post(&t, &OutboundMessage::text(format!("reply {i}")))
+                .await
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    let fetches = fake.calls_of("access_tokens");
+    assert_eq!(fetches.len(), 1);
+    assert_eq!(fetches[0].path, "/app/installations/77/access_tokens");
+    // The JWT, not an installation token, asks for it.
+    assert_eq!(fetches[0].token.split('.').count(), 3);
+    let comments = fake.calls_of("create_comment");
+    assert_eq!(comments.len(), 8);
+    assert!(
+        comments.iter().all(|c| c.token == "ghs_77_1"),
+        "{comments:?}"
+    );
+    // A tenant that is no installation is refused before any call.
+    let t = ThreadRef::new(GITHUB, "octo", "octo/hello", "42");
+    assert!(matches!(
+        github.post(&t, &OutboundMessage::text("x")).await,
+        Err(AdapterError::Invalid(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_secondary_rate_limit_is_waited_out_for_as_long_as_github_asks() {
+    let (fake, github) = with_token().await;
+    fake.enqueue(
+        "create_comment",
+        GitHubReply::secondary_rate_limited(Duration::from_secs(1)),
+    );
+    github
+        .post(&thread("42"), &OutboundMessage::text("patient"))
+        .await
+        .unwrap();
+    let calls = fake.calls_of("create_comment");
+    assert_eq!(calls.len(), 2);
+    assert!(
+        calls[1].at - calls[0].at >= Duration::from_secs(1),
+        "{calls:?}"
+    );
+    assert_eq!(fake.comments("octo/hello", 42), ["patient"]);
+}
+
+#[tokio::test]
+async fn a_spent_primary_limit_is_not_retried_before_its_reset() {
+    let (fake, github) = with_token().await;
+    fake.enqueue(
+        "create_comment",
+        GitHubReply::rate_limited(Duration::from_secs(3600)),
+    );
+    let r = github
+        .post(&thread("42"), &OutboundMessage::text("later"))
+        .await;
+    assert!(
+        matches!(r, Err(AdapterError::RateLimited { retry_after }) if retry_after > Duration::from_secs(3000)),
+        "{r:?}"
+    );
+    assert_eq!(fake.calls_of("create_comment").len(), 1);
+}
+
+#[tokio::test]
+async fn a_comment_past_githubs_limit_is_refused_before_any_call() {
+    let (fake, github) = with_token().await;
+    let r = github
+        .post(&thread("42"), &OutboundMessage::text("x".repeat(70_000)))
+        .await;
+    assert!(matches!(r, Err(AdapterError::Invalid(_))), "{r:?}");
+    assert!(fake.calls().is_empty());
+    let bad = MessageRef {
+        thread: thread("42"),
+        id: "abc".to_owned(),
+    };
+    assert!(github.delete(&bad).await.is_err());
+}
