@@ -145,6 +145,28 @@ pub struct Args {
     #[arg(long, env = "WHATSAPP_API_URL")]
     pub whatsapp_api_url: Option<String>,
 
+    /// The GitHub webhook's secret (mounts /webhooks/github).
+    #[arg(long, env = "GITHUB_WEBHOOK_SECRET", hide_env_values = true)]
+    pub github_webhook_secret: Option<String>,
+    /// A GitHub App's id (with GITHUB_PRIVATE_KEY and GITHUB_APP_SLUG).
+    #[arg(long, env = "GITHUB_APP_ID")]
+    pub github_app_id: Option<String>,
+    /// The App's private key: the PEM itself, or the path of its file.
+    #[arg(long, env = "GITHUB_PRIVATE_KEY", hide_env_values = true)]
+    pub github_private_key: Option<String>,
+    /// The App's slug: it is mentioned as @<slug>.
+    #[arg(long, env = "GITHUB_APP_SLUG")]
+    pub github_app_slug: Option<String>,
+    /// A personal access token instead of an App (with GITHUB_LOGIN).
+    #[arg(long, env = "GITHUB_TOKEN", hide_env_values = true)]
+    pub github_token: Option<String>,
+    /// The token user's login: it is mentioned as @<login>.
+    #[arg(long, env = "GITHUB_LOGIN")]
+    pub github_login: Option<String>,
+    /// GitHub's REST API base URL (GitHub Enterprise Server's, a fake's).
+    #[arg(long, env = "GITHUB_API_URL")]
+    pub github_api_url: Option<String>,
+
     /// PostgreSQL URL (`postgres://user:password@host/db`) for the state;
     /// takes precedence over Redis. Unset with no Redis: in-memory state.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
@@ -477,6 +499,13 @@ mod tests {
             "WHATSAPP_ACCESS_TOKEN",
             "WHATSAPP_PHONE_NUMBER_ID",
             "WHATSAPP_API_URL",
+            "GITHUB_WEBHOOK_SECRET",
+            "GITHUB_APP_ID",
+            "GITHUB_PRIVATE_KEY",
+            "GITHUB_APP_SLUG",
+            "GITHUB_TOKEN",
+            "GITHUB_LOGIN",
+            "GITHUB_API_URL",
             "REDIS_URL",
             "DATABASE_URL",
             "DATABASE_SCHEMA",

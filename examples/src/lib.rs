@@ -11,7 +11,7 @@
 //! * [`echo`]: the handlers.
 //! * [`slack`]: the Slack adapter, in single-token or installation mode, and
 //!   the install flow's routes.
-//! * [`telegram`], [`whatsapp`]: those adapters from their settings.
+//! * [`telegram`], [`whatsapp`], [`github`]: those adapters from their settings.
 //! * [`stats`]: outcome counters for `GET /stats`.
 //! * [`notify`]: `POST /notify`, posting outside any webhook.
 //! * [`ledger`]: the outcome ledger, written by echo-bot and read by the demo,
@@ -34,6 +34,7 @@ pub mod config;
 pub mod demo;
 pub mod drive;
 pub mod echo;
+pub mod github;
 pub mod ledger;
 pub mod linear;
 pub mod notify;

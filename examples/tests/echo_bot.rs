@@ -569,6 +569,12 @@ fn help_never_prints_a_secret_from_the_environment() {
     let secret_env = [
         ("REDIS_URL", "redis://:redis-s3cret@redis.internal:6379"),
         ("DATABASE_URL", "postgres://bot:pg-s3cret@db.internal/bot"),
+        ("GITHUB_WEBHOOK_SECRET", "github-s3cret"),
+        ("GITHUB_TOKEN", "github_pat_s3cret"),
+        (
+            "GITHUB_PRIVATE_KEY",
+            "-----BEGIN RSA PRIVATE KEY-----s3cret",
+        ),
         (
             "REDIS_CLUSTER_URLS",
             "redis://:cluster-s3cret@a:7000,redis://:cluster-s3cret@b:7000",

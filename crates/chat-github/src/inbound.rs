@@ -25,7 +25,8 @@
 
 use bytes::Bytes;
 use chat_core::{
-    Author, Event, EventKind, Inbound, Message, MessageChange, OtherEvent, ThreadRef, WebhookError,
+    Author, Event, EventKind, Inbound, Mention, Message, MessageChange, OtherEvent, ThreadRef,
+    WebhookError,
 };
 use serde_json::json;
 
@@ -53,23 +54,33 @@ impl Identity {
         user.is_some_and(|u| !self.login.is_empty() && u.login.eq_ignore_ascii_case(&self.login))
     }
 
-    /// Whether `text` has `@handle` as a word (GitHub logins are
-    /// case-insensitive, and a login is letters, digits and `-`).
+    /// Whether `text` has `@handle` as a word.
     pub(crate) fn is_mentioned_in(&self, text: &str) -> bool {
-        if self.handle.is_empty() {
-            return false;
-        }
-        let word = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
-        let (hay, needle) = (text.as_bytes(), self.handle.as_bytes());
-        hay.iter().enumerate().any(|(i, b)| {
-            *b == b'@'
-                && (i == 0 || !word(hay[i - 1]))
-                && hay
-                    .get(i + 1..i + 1 + needle.len())
-                    .is_some_and(|h| h.eq_ignore_ascii_case(needle))
-                && hay.get(i + 1 + needle.len()).is_none_or(|b| !word(*b))
-        })
+        mentions(text, self).iter().any(|m| m.is_me)
     }
+}
+
+/// The `@login` words of `text`, in order, as written (GitHub logins are
+/// case-insensitive letters, digits and `-`; an e-mail address is none).
+fn mentions(text: &str, me: &Identity) -> Vec<Mention> {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    for (i, b) in bytes.iter().enumerate() {
+        if *b != b'@' || (i > 0 && word(bytes[i - 1])) {
+            continue;
+        }
+        let len = bytes[i + 1..].iter().take_while(|b| word(**b)).count();
+        if len == 0 {
+            continue;
+        }
+        let login = &text[i + 1..i + 1 + len];
+        let mut m = Mention::new(login);
+        m.name = Some(login.to_owned());
+        m.is_me = !me.handle.is_empty() && login.eq_ignore_ascii_case(&me.handle);
+        out.push(m);
+    }
+    out
 }
 
 /// What parsing needs besides the body.
@@ -166,7 +177,8 @@ pub(crate) fn parse(d: &Delivery<'_>, me: &Identity) -> Result<Inbound, WebhookE
         let message = Message::new(c.id.to_string(), author(c.user.as_ref()), text.as_str())
             .with_markdown(text.as_str())
             .with_change(change)
-            .with_mention(me.is_mentioned_in(&text));
+            .with_mention(me.is_mentioned_in(&text))
+            .with_mentions(mentions(&text, me));
         EventKind::Message(message)
     };
     let change = match action.as_str() {

@@ -77,6 +77,16 @@ fn an_issue_comment_is_a_message_in_the_issues_thread_and_mentions_by_login() {
     let m = message_of(&e);
     assert!(m.is_mention);
     assert_eq!(m.id, "1001");
+    assert_eq!(m.mentions.len(), 1);
+    assert!(m.mentions[0].is_me);
+    let said = event_of(parse(
+        "issue_comment",
+        &json!({ "action": "created", "repository": repo(), "issue": { "number": 42 },
+                 "comment": { "id": 1, "body": "@Triage-Bot what broke? cc @bo", "user": user("ada", "User") } }),
+    ));
+    let m = message_of(&said);
+    assert_eq!(m.text_after_mention(), "what broke? cc @bo");
+    assert_eq!(m.mentions.iter().filter(|m| !m.is_me).count(), 1);
     assert_eq!(m.author.name.as_deref(), Some("ada"));
 
     // Not a mention: an e-mail address, a longer login.

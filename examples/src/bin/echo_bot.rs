@@ -122,8 +122,12 @@ async fn main() -> Result<(), BoxError> {
         builder = builder.adapter_arc(whatsapp);
         mounted.push("whatsapp");
     }
+    if let Some(github) = examples::github::adapter(&args)? {
+        builder = builder.adapter_arc(github);
+        mounted.push("github");
+    }
     if mounted.is_empty() {
-        return Err("no adapter is configured: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (or --installations), LINEAR_WEBHOOK_SECRET, TELEGRAM_BOT_TOKEN or WHATSAPP_APP_SECRET".into());
+        return Err("no adapter is configured: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (or --installations), LINEAR_WEBHOOK_SECRET, TELEGRAM_BOT_TOKEN, WHATSAPP_APP_SECRET or GITHUB_WEBHOOK_SECRET".into());
     }
     let bot = builder.build()?;
     for name in &mounted {

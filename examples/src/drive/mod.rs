@@ -68,6 +68,13 @@ pub const WHATSAPP_ACCESS_TOKEN: &str = "EAAG-echo-bot-demo";
 /// The business phone number id echo-bot sends from (the testkit's default).
 pub const WHATSAPP_PHONE_NUMBER_ID: &str = "106540352242922";
 
+/// The GitHub webhook secret echo-bot is given by [`EchoBotCommand::github`].
+pub const GITHUB_WEBHOOK_SECRET: &str = "echo-bot-demo-github-secret";
+/// The personal token echo-bot's GitHub adapter calls with.
+pub const GITHUB_TOKEN: &str = "github_pat_echo_bot_demo";
+/// The login echo-bot is mentioned as on GitHub.
+pub const GITHUB_LOGIN: &str = "echo-bot";
+
 /// Telegram deliveries with [`TELEGRAM_SECRET_TOKEN`] (a group chat by
 /// default; `.private()` for the user's private chat).
 pub fn telegram() -> TelegramDeliveries {

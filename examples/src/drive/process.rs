@@ -155,6 +155,17 @@ impl EchoBotCommand {
             .env("WHATSAPP_API_URL", api_url)
     }
 
+    /// GitHub with a personal token ([`GITHUB_TOKEN`](super::GITHUB_TOKEN),
+    /// login [`GITHUB_LOGIN`](super::GITHUB_LOGIN)) against the REST API at
+    /// `api_url`.
+    #[must_use]
+    pub fn github(self, api_url: &str) -> Self {
+        self.env("GITHUB_WEBHOOK_SECRET", super::GITHUB_WEBHOOK_SECRET)
+            .env("GITHUB_TOKEN", super::GITHUB_TOKEN)
+            .env("GITHUB_LOGIN", super::GITHUB_LOGIN)
+            .env("GITHUB_API_URL", api_url)
+    }
+
     /// Writes the child's stdout and stderr (its log) to `path`; by default
     /// they are discarded.
     #[must_use]
