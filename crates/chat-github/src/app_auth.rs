@@ -193,7 +193,7 @@ pub(crate) fn instant_of(expires_at: &str, now: SystemTime) -> Option<Instant> {
 }
 
 /// Seconds since the epoch of `YYYY-MM-DDTHH:MM:SS(.fff)Z`.
-fn unix_secs(s: &str) -> Option<u64> {
+pub(crate) fn unix_secs(s: &str) -> Option<u64> {
     let s = s.strip_suffix('Z')?;
     let (date, time) = s.split_once('T')?;
     let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());

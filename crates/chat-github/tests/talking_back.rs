@@ -214,3 +214,38 @@ async fn a_comment_past_githubs_limit_is_refused_before_any_call() {
     };
     assert!(github.delete(&bad).await.is_err());
 }
+
+#[tokio::test]
+async fn history_reads_a_conversations_comments_a_page_at_a_time() {
+    use chat_core::History;
+    let (_fake, github) = with_token().await;
+    for i in 0..5 {
+        github
+            .post(&thread("42"), &OutboundMessage::text(format!("c{i}")))
+            .await
+            .unwrap();
+    }
+    github
+        .post(&thread("7/r500"), &OutboundMessage::text("in review"))
+        .await
+        .unwrap();
+    let first = github.history(&thread("42"), None, 3).await.unwrap();
+    let texts: Vec<&str> = first.messages.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(texts, ["c0", "c1", "c2"]);
+    assert!(
+        first
+            .messages
+            .iter()
+            .all(|m| m.is_from_bot() && m.at_ms > 0)
+    );
+    let second = github
+        .history(&thread("42"), first.next.as_deref(), 3)
+        .await
+        .unwrap();
+    let texts: Vec<&str> = second.messages.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(texts, ["c3", "c4"]);
+    assert_eq!(second.next, None);
+    let review = github.history(&thread("7/r500"), None, 10).await.unwrap();
+    assert_eq!(review.messages.len(), 1);
+    assert!(review.messages[0].id.starts_with('r'));
+}

@@ -345,3 +345,30 @@ async fn a_redelivered_mention_runs_once() {
     bot.shutdown(std::time::Duration::from_secs(5)).await;
     assert_eq!(*runs.lock().unwrap(), ["d-9"]);
 }
+
+/// An uninstall is acknowledged and the runtime told to drop the tenant's
+/// state; other installation events go on to routes.
+#[tokio::test]
+async fn an_uninstall_resolves_as_uninstalled() {
+    let github = adapter();
+    let mut deleted = event_of(parse(
+        "installation",
+        &json!({ "action": "deleted", "installation": { "id": 77, "account": { "login": "octo" } },
+                 "sender": user("ada", "User") }),
+    ));
+    assert_eq!(deleted.thread.tenant.as_str(), "77");
+    assert!(matches!(
+        github.resolve(&mut deleted).await.unwrap(),
+        chat_core::Resolution::Uninstalled {
+            reason: "app-uninstalled"
+        }
+    ));
+    let mut created = event_of(parse(
+        "installation",
+        &json!({ "action": "created", "installation": { "id": 77 }, "sender": user("ada", "User") }),
+    ));
+    assert!(matches!(
+        github.resolve(&mut created).await.unwrap(),
+        chat_core::Resolution::Proceed
+    ));
+}

@@ -117,6 +117,7 @@ struct Comment {
     in_reply_to: Option<u64>,
     body: String,
     login: String,
+    created_at: String,
 }
 
 impl Comment {
@@ -125,6 +126,7 @@ impl Comment {
             "id": self.id,
             "body": self.body,
             "user": { "login": self.login, "id": 1, "type": "Bot" },
+            "created_at": self.created_at,
         });
         if let Some(root) = self.in_reply_to {
             v["in_reply_to_id"] = json!(root);
@@ -444,6 +446,7 @@ fn add(
         in_reply_to,
         body,
         login: r.login.clone(),
+        created_at: iso(SystemTime::now()),
     };
     let v = c.json();
     r.comments.insert(c.id, c);

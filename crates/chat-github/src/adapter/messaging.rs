@@ -12,7 +12,9 @@
 
 use async_trait::async_trait;
 use chat_core::card::Card;
-use chat_core::{AdapterError, MessageRef, OutboundMessage, PostKey, ThreadRef};
+use chat_core::{
+    AdapterError, HistoryMessage, HistoryPage, MessageRef, OutboundMessage, PostKey, ThreadRef,
+};
 use http::Method;
 use serde_json::{Value, json};
 
@@ -283,6 +285,83 @@ impl chat_core::Messaging for GitHubAdapter {
         // name; an id alone says nothing.
         let _ = user_id;
         None
+    }
+}
+
+/// Comments of a conversation as history: an issue's or pull request's
+/// comments, or one review thread's, a page at a time (`cursor` is the
+/// next page's number), oldest first.
+#[async_trait]
+impl chat_core::History for GitHubAdapter {
+    async fn history(
+        &self,
+        thread: &ThreadRef,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<HistoryPage, AdapterError> {
+        let repo = repo(thread)?;
+        let per = limit.clamp(1, PAGE);
+        let page: usize = match cursor {
+            Some(c) => c
+                .parse()
+                .map_err(|_| AdapterError::Invalid(format!("not a history cursor: {c:?}")))?,
+            None => 1,
+        };
+        let (path, root) = match conversation(thread)? {
+            Conversation::Issue(n) => (format!("repos/{repo}/issues/{n}/comments"), None),
+            Conversation::Review { pull, root } => {
+                (format!("repos/{repo}/pulls/{pull}/comments"), Some(root))
+            }
+            Conversation::Discussion(_) => {
+                return Err(AdapterError::Unsupported("a GitHub discussion's history"));
+            }
+        };
+        let token = self.token_for(&thread.tenant).await?;
+        let answer = self
+            .client
+            .call(
+                Method::GET,
+                &format!("{path}?per_page={per}&page={page}"),
+                &token,
+                None,
+            )
+            .await?;
+        let comments = answer.as_array().cloned().unwrap_or_default();
+        let next = (comments.len() >= per).then(|| (page + 1).to_string());
+        let messages = comments
+            .iter()
+            .filter(|c| {
+                root.is_none_or(|root| {
+                    c["id"].as_u64() == Some(root) || c["in_reply_to_id"].as_u64() == Some(root)
+                })
+            })
+            .filter_map(|c| self.past(c, root.is_some()))
+            .collect();
+        Ok(HistoryPage::new(messages, next))
+    }
+}
+
+impl GitHubAdapter {
+    /// A comment of the REST API as a message of the history.
+    fn past(&self, c: &Value, review: bool) -> Option<HistoryMessage> {
+        let id = c["id"].as_u64()?;
+        let login = c["user"]["login"].as_str().unwrap_or_default();
+        let author = chat_core::Author::new(c["user"]["id"].as_u64().unwrap_or(0).to_string())
+            .with_name(login)
+            .with_bot(c["user"]["type"].as_str() == Some("Bot"))
+            .with_me(login.eq_ignore_ascii_case(&self.identity.login));
+        let body = c["body"].as_str().unwrap_or_default();
+        let at_ms = c["created_at"]
+            .as_str()
+            .and_then(crate::app_auth::unix_secs)
+            .map_or(0, |s| s * 1000);
+        let id = if review {
+            format!("r{id}")
+        } else {
+            id.to_string()
+        };
+        let message = chat_core::Message::new(id, author, body).with_markdown(body);
+        Some(HistoryMessage::from_message(message, at_ms))
     }
 }
 

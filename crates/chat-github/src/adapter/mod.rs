@@ -104,6 +104,15 @@ impl GitHubAdapter {
     }
 }
 
+impl GitHubAdapter {
+    /// Forgets installation `id`'s token (App mode; nothing otherwise).
+    pub(crate) fn forget_installation(&self, id: u64) {
+        if let Auth::App(tokens) = &self.auth {
+            tokens.forget(id);
+        }
+    }
+}
+
 /// Installation tokens from GitHub, asked for with the App's JWT.
 pub(crate) struct AppTokens {
     pub(crate) key: Arc<AppKey>,

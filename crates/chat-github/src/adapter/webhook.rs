@@ -11,7 +11,8 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 use chat_core::{
-    AdapterError, DefaultLockScope, Event, Inbound, PlatformAdapter, Reply, Verdict, WebhookError,
+    AdapterError, BoxError, DefaultLockScope, Event, EventKind, Inbound, PlatformAdapter, Reply,
+    Resolution, Verdict, WebhookError,
 };
 
 use super::GitHubAdapter;
@@ -36,6 +37,10 @@ impl PlatformAdapter for GitHubAdapter {
 
     fn platform(&self) -> chat_core::Platform {
         GITHUB
+    }
+
+    fn as_history(&self) -> Option<&dyn chat_core::History> {
+        Some(self)
     }
 }
 
@@ -93,6 +98,33 @@ impl chat_core::Webhook for GitHubAdapter {
             raw: body,
         };
         inbound::parse(&delivery, &self.identity)
+    }
+
+    /// An App uninstalled: its token is forgotten and the runtime removes
+    /// the tenant's subscriptions; suspended: its token is forgotten (a new
+    /// one is fetched when it is back). Every other event goes on.
+    async fn resolve(&self, event: &mut Event) -> Result<Resolution, BoxError> {
+        let EventKind::Other(other) = &event.kind else {
+            return Ok(Resolution::Proceed);
+        };
+        let installation = event.thread.tenant.as_str().parse::<u64>().ok();
+        match (other.name.as_str(), installation) {
+            ("github.installation.deleted", Some(id)) => {
+                self.forget_installation(id);
+                tracing::info!(installation = id, "github: the App was uninstalled");
+                Ok(Resolution::Uninstalled {
+                    reason: "app-uninstalled",
+                })
+            }
+            ("github.installation.suspend", Some(id)) => {
+                self.forget_installation(id);
+                tracing::info!(installation = id, "github: the App was suspended");
+                Ok(Resolution::Ignored {
+                    reason: "app-suspended",
+                })
+            }
+            _ => Ok(Resolution::Proceed),
+        }
     }
 
     fn respond(&self, _event: Option<&Event>, verdict: &Verdict) -> http::Response<Bytes> {
