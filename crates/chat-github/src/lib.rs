@@ -20,7 +20,9 @@
 //!   installation (each a tenant) and refreshed before it expires, one fetch
 //!   for any number of concurrent callers — or with a personal access token.
 //! * **Talk back** ([`GitHubClient`]): comments created, edited, deleted;
-//!   reactions; replies in review threads; rate limits waited out as GitHub
+//!   reactions; replies in review threads; a conversation's comments as
+//!   history; the status as an `eyes` reaction; check runs
+//!   ([`GitHubAdapter::create_check_run`]); rate limits waited out as GitHub
 //!   says ([`client`]).
 //!
 //! ```
@@ -65,6 +67,7 @@
 
 mod adapter;
 pub mod app_auth;
+pub mod checks;
 pub mod client;
 pub mod conversation;
 mod error;
@@ -76,6 +79,7 @@ pub use adapter::{
     DEDUPE_TTL, DELIVERY_HEADER, EVENT_HEADER, GitHubAdapter, GitHubAdapterBuilder, HOOK_HEADER,
     MAX_BODY, MAX_COMMENT_CHARS,
 };
+pub use checks::{CheckConclusion, CheckRun, CheckStatus};
 pub use client::GitHubClient;
 pub use conversation::Conversation;
 pub use error::BuildError;

@@ -249,3 +249,59 @@ async fn history_reads_a_conversations_comments_a_page_at_a_time() {
     assert_eq!(review.messages.len(), 1);
     assert!(review.messages[0].id.starts_with('r'));
 }
+
+#[tokio::test]
+async fn the_status_is_an_eyes_reaction_on_the_conversation_taken_back_when_cleared() {
+    use chat_core::Status;
+    let (fake, github) = with_token().await;
+    github
+        .set_status(&thread("42"), Some("working…"))
+        .await
+        .unwrap();
+    assert_eq!(fake.issue_reactions(42), ["eyes"]);
+    // Twice is one reaction.
+    github
+        .set_status(&thread("42"), Some("still working…"))
+        .await
+        .unwrap();
+    assert_eq!(fake.issue_reactions(42), ["eyes"]);
+    github.set_status(&thread("42"), None).await.unwrap();
+    assert!(fake.issue_reactions(42).is_empty());
+    // Clearing what is not there is nothing.
+    github.set_status(&thread("42"), None).await.unwrap();
+
+    // A review thread's status sits on its first comment.
+    let first = github
+        .post(&thread("7/r1"), &OutboundMessage::text("x"))
+        .await
+        .unwrap();
+    let root = first.id.trim_start_matches('r').parse::<u64>().unwrap();
+    let review = thread(&format!("7/r{root}"));
+    github.set_status(&review, Some("reviewing")).await.unwrap();
+    assert_eq!(fake.reactions(&first.id), ["eyes"]);
+    github.set_status(&review, None).await.unwrap();
+    assert!(fake.reactions(&first.id).is_empty());
+}
+
+#[tokio::test]
+async fn a_check_run_is_created_on_the_pull_requests_head() {
+    use chat_github::{CheckConclusion, CheckRun};
+    let (fake, github) = with_token().await;
+    let run = CheckRun::new("triage", "abc123")
+        .completed(CheckConclusion::Success)
+        .output("Looks good", "No issue found.");
+    let id = github
+        .create_check_run(&chat_core::TenantId::new("octo"), "octo/hello", &run)
+        .await
+        .unwrap();
+    assert!(id > 0);
+    let call = &fake.calls_of("check_run")[0];
+    assert_eq!(call.path, "/repos/octo/hello/check-runs");
+    assert_eq!(call.body["status"], "completed");
+    assert_eq!(call.body["conclusion"], "success");
+    assert_eq!(call.body["output"]["title"], "Looks good");
+    let bad = github
+        .create_check_run(&chat_core::TenantId::new("octo"), "hello", &run)
+        .await;
+    assert!(matches!(bad, Err(AdapterError::Invalid(_))));
+}

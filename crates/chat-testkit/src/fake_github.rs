@@ -36,8 +36,9 @@ const TOKEN_LIFE: Duration = Duration::from_secs(3600);
 #[non_exhaustive]
 pub struct GitHubCall {
     /// What was called: `access_tokens`, `create_comment`, `list_comments`,
-    /// `edit_comment`, `delete_comment`, `react`, `reply_review`,
-    /// `list_review_comments`.
+    /// `edit_comment`, `delete_comment`, `react`, `list_reactions`,
+    /// `delete_reaction`, `reply_review`, `list_review_comments`,
+    /// `check_run`.
     pub endpoint: String,
     /// The method.
     pub method: Method,
@@ -140,7 +141,9 @@ impl Comment {
 struct Repos {
     comments: BTreeMap<u64, Comment>,
     /// Reactions by (kind, comment id): the contents added.
-    reactions: HashMap<(&'static str, u64), Vec<String>>,
+    /// Reactions by subject (`issues` or `pulls` and a comment id, or
+    /// `issue` and an issue number): each reaction's id and content.
+    reactions: HashMap<(&'static str, u64), Vec<(u64, String)>>,
     /// Installation tokens issued: token → installation.
     tokens: HashMap<String, u64>,
     /// The login comments are made as, per token; else `login`.
@@ -163,8 +166,9 @@ type Shared = Fake<GitHubCall, GitHubApi, Repos>;
 /// * Issue comments (`/repos/{owner}/{repo}/issues/…`), review comments and
 ///   their replies (`/repos/{owner}/{repo}/pulls/…`): created, listed a page
 ///   at a time (`per_page` ≤ 100, `page`), edited, deleted; a body over
-///   65,536 characters is `422`. Reactions: GitHub's eight, `201` when new,
-///   `200` when already there.
+///   65,536 characters is `422`. Reactions on comments and on issues: GitHub's
+///   eight, `201` when new, `200` when already there; listed (`content=`
+///   filters) and deleted by id.
 ///
 /// Point the adapter at [`api_url`](Self::api_url).
 #[derive(Clone)]
@@ -212,7 +216,19 @@ impl FakeGitHub {
             )
             .route(
                 "/repos/{owner}/{repo}/{kind}/comments/{id}/reactions",
-                post(react),
+                post(react).get(list_reactions),
+            )
+            .route(
+                "/repos/{owner}/{repo}/{kind}/comments/{id}/reactions/{reaction}",
+                axum::routing::delete(delete_reaction),
+            )
+            .route(
+                "/repos/{owner}/{repo}/issues/{number}/reactions",
+                post(react_issue).get(list_issue_reactions),
+            )
+            .route(
+                "/repos/{owner}/{repo}/issues/{number}/reactions/{reaction}",
+                axum::routing::delete(delete_issue_reaction),
             )
             .route(
                 "/repos/{owner}/{repo}/pulls/{number}/comments/{id}/replies",
@@ -222,6 +238,7 @@ impl FakeGitHub {
                 "/repos/{owner}/{repo}/pulls/{number}/comments",
                 axum::routing::get(list_review_comments),
             )
+            .route("/repos/{owner}/{repo}/check-runs", post(check_run))
             .with_state(Arc::clone(&shared));
         let (addr, server) = serve(app).await?;
         Ok(Self {
@@ -256,8 +273,21 @@ impl FakeGitHub {
             None => ("issues", id),
         };
         let id: u64 = id.parse().unwrap_or(0);
-        self.shared
-            .state(|r| r.reactions.get(&(kind, id)).cloned().unwrap_or_default())
+        self.reactions_on(kind, id)
+    }
+
+    /// The reactions on issue or pull request `number` itself.
+    pub fn issue_reactions(&self, number: u64) -> Vec<String> {
+        self.reactions_on("issue", number)
+    }
+
+    fn reactions_on(&self, kind: &'static str, id: u64) -> Vec<String> {
+        self.shared.state(|r| {
+            r.reactions
+                .get(&(kind, id))
+                .map(|l| l.iter().map(|(_, c)| c.clone()).collect())
+                .unwrap_or_default()
+        })
     }
 
     /// Queues `reply` for the next call of `endpoint`.
@@ -646,6 +676,69 @@ async fn delete_comment(
     .await
 }
 
+/// Adds reaction `body.content` to `subject`: `201` when new, `200` when
+/// the bot had it already.
+fn add_reaction(r: &mut Repos, subject: (&'static str, u64), body: &Value) -> Answer {
+    let content = body["content"].as_str().unwrap_or_default().to_owned();
+    if !REACTIONS.contains(&content.as_str()) {
+        return message(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Validation Failed: content is not included in the list",
+        );
+    }
+    r.next_id += 1;
+    let fresh = 50_000 + r.next_id;
+    let login = r.login.clone();
+    let list = r.reactions.entry(subject).or_default();
+    let json = |id: u64, content: &str| json!({ "id": id, "content": content, "user": { "login": login, "type": "Bot" } });
+    match list.iter().find(|(_, c)| *c == content) {
+        Some((id, c)) => (StatusCode::OK, json(*id, c)),
+        None => {
+            list.push((fresh, content.clone()));
+            (StatusCode::CREATED, json(fresh, &content))
+        }
+    }
+}
+
+fn list_reactions_of(r: &Repos, subject: (&'static str, u64), uri: &http::Uri) -> Answer {
+    let only = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("content="))
+        .map(|c| c.replace("%2B", "+"));
+    let list: Vec<Value> = r
+        .reactions
+        .get(&subject)
+        .into_iter()
+        .flatten()
+        .filter(|(_, c)| only.as_ref().is_none_or(|o| o == c))
+        .map(|(id, c)| json!({ "id": id, "content": c, "user": { "login": r.login, "type": "Bot" } }))
+        .collect();
+    (StatusCode::OK, Value::Array(list))
+}
+
+fn remove_reaction(r: &mut Repos, subject: (&'static str, u64), reaction: u64) -> Answer {
+    let list = r.reactions.entry(subject).or_default();
+    let before = list.len();
+    list.retain(|(id, _)| *id != reaction);
+    if list.len() < before {
+        (StatusCode::NO_CONTENT, Value::Null)
+    } else {
+        message(StatusCode::NOT_FOUND, "Not Found")
+    }
+}
+
+/// A comment's subject, if `kind` is one and the comment, when known, is
+/// of that kind.
+fn comment_subject(r: &Repos, kind: &str, id: u64) -> Option<(&'static str, u64)> {
+    let kind = kind_of(kind)?;
+    r.comments
+        .get(&id)
+        .is_none_or(|c| c.kind == kind)
+        .then_some((kind, id))
+}
+
 async fn react(
     State(shared): State<Arc<Shared>>,
     Path((owner, repo, kind, id)): Path<(String, String, String, u64)>,
@@ -660,29 +753,136 @@ async fn react(
         path,
         &headers,
         json_body(&raw),
-        |r, _, body| {
-            let content = body["content"].as_str().unwrap_or_default().to_owned();
-            if !REACTIONS.contains(&content.as_str()) {
-                return message(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "Validation Failed: content is not included in the list",
-                );
-            }
-            let Some(kind) =
-                kind_of(&kind).filter(|k| r.comments.get(&id).is_none_or(|c| c.kind == *k))
-            else {
-                return message(StatusCode::NOT_FOUND, "Not Found");
-            };
-            let list = r.reactions.entry((kind, id)).or_default();
-            let v = json!({ "id": id, "content": content });
-            if list.contains(&content) {
-                (StatusCode::OK, v)
-            } else {
-                list.push(content);
-                (StatusCode::CREATED, v)
-            }
+        |r, _, body| match comment_subject(r, &kind, id) {
+            Some(subject) => add_reaction(r, subject, body),
+            None => message(StatusCode::NOT_FOUND, "Not Found"),
         },
     )
+    .await
+}
+
+async fn list_reactions(
+    State(shared): State<Arc<Shared>>,
+    Path((owner, repo, kind, id)): Path<(String, String, String, u64)>,
+    uri: http::Uri,
+    headers: HeaderMap,
+) -> Response {
+    let path = format!("/repos/{owner}/{repo}/{kind}/comments/{id}/reactions");
+    respond(
+        &shared,
+        "list_reactions",
+        Method::GET,
+        path,
+        &headers,
+        Value::Null,
+        |r, _, _| match comment_subject(r, &kind, id) {
+            Some(subject) => list_reactions_of(r, subject, &uri),
+            None => message(StatusCode::NOT_FOUND, "Not Found"),
+        },
+    )
+    .await
+}
+
+async fn delete_reaction(
+    State(shared): State<Arc<Shared>>,
+    Path((owner, repo, kind, id, reaction)): Path<(String, String, String, u64, u64)>,
+    headers: HeaderMap,
+) -> Response {
+    let path = format!("/repos/{owner}/{repo}/{kind}/comments/{id}/reactions/{reaction}");
+    respond(
+        &shared,
+        "delete_reaction",
+        Method::DELETE,
+        path,
+        &headers,
+        Value::Null,
+        |r, _, _| match comment_subject(r, &kind, id) {
+            Some(subject) => remove_reaction(r, subject, reaction),
+            None => message(StatusCode::NOT_FOUND, "Not Found"),
+        },
+    )
+    .await
+}
+
+async fn react_issue(
+    State(shared): State<Arc<Shared>>,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
+    headers: HeaderMap,
+    raw: Bytes,
+) -> Response {
+    let path = format!("/repos/{owner}/{repo}/issues/{number}/reactions");
+    respond(
+        &shared,
+        "react",
+        Method::POST,
+        path,
+        &headers,
+        json_body(&raw),
+        |r, _, body| add_reaction(r, ("issue", number), body),
+    )
+    .await
+}
+
+async fn list_issue_reactions(
+    State(shared): State<Arc<Shared>>,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
+    uri: http::Uri,
+    headers: HeaderMap,
+) -> Response {
+    let path = format!("/repos/{owner}/{repo}/issues/{number}/reactions");
+    respond(
+        &shared,
+        "list_reactions",
+        Method::GET,
+        path,
+        &headers,
+        Value::Null,
+        |r, _, _| list_reactions_of(r, ("issue", number), &uri),
+    )
+    .await
+}
+
+async fn delete_issue_reaction(
+    State(shared): State<Arc<Shared>>,
+    Path((owner, repo, number, reaction)): Path<(String, String, u64, u64)>,
+    headers: HeaderMap,
+) -> Response {
+    let path = format!("/repos/{owner}/{repo}/issues/{number}/reactions/{reaction}");
+    respond(
+        &shared,
+        "delete_reaction",
+        Method::DELETE,
+        path,
+        &headers,
+        Value::Null,
+        |r, _, _| remove_reaction(r, ("issue", number), reaction),
+    )
+    .await
+}
+
+async fn check_run(
+    State(shared): State<Arc<Shared>>,
+    Path((owner, repo)): Path<(String, String)>,
+    headers: HeaderMap,
+    raw: Bytes,
+) -> Response {
+    let path = format!("/repos/{owner}/{repo}/check-runs");
+    respond(&shared, "check_run", Method::POST, path, &headers, json_body(&raw), |r, _, body| {
+        let named = body["name"].as_str().is_some_and(|n| !n.is_empty());
+        let sha = body["head_sha"].as_str().is_some_and(|s| !s.is_empty());
+        let status_ok = body["status"]
+            .as_str()
+            .is_none_or(|s| ["queued", "in_progress", "completed"].contains(&s));
+        let conclusion_ok = body["conclusion"].as_str().is_none_or(|c| {
+            ["action_required", "cancelled", "failure", "neutral", "success", "skipped", "timed_out"]
+                .contains(&c)
+        });
+        if !(named && sha && status_ok && conclusion_ok) {
+            return message(StatusCode::UNPROCESSABLE_ENTITY, "Validation Failed");
+        }
+        r.next_id += 1;
+        (StatusCode::CREATED, json!({ "id": 70_000 + r.next_id, "name": body["name"], "head_sha": body["head_sha"] }))
+    })
     .await
 }
 

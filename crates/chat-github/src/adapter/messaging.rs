@@ -288,6 +288,69 @@ impl chat_core::Messaging for GitHubAdapter {
     }
 }
 
+/// The status is an `eyes` reaction (reactions notify no one, a comment
+/// would): on the issue or pull request, or on a review thread's first
+/// comment. Clearing it removes the bot's `eyes` there, whichever replica
+/// set it.
+#[async_trait]
+impl chat_core::Status for GitHubAdapter {
+    async fn set_status(
+        &self,
+        thread: &ThreadRef,
+        status: Option<&str>,
+    ) -> Result<(), AdapterError> {
+        let repo = repo(thread)?;
+        let subject = match conversation(thread)? {
+            Conversation::Issue(n) => format!("repos/{repo}/issues/{n}/reactions"),
+            Conversation::Review { root, .. } => {
+                format!("repos/{repo}/pulls/comments/{root}/reactions")
+            }
+            Conversation::Discussion(_) => {
+                return Err(AdapterError::Unsupported("a status in a GitHub discussion"));
+            }
+        };
+        let token = self.token_for(&thread.tenant).await?;
+        if status.is_some() {
+            return self
+                .client
+                .call(
+                    Method::POST,
+                    &subject,
+                    &token,
+                    Some(&json!({ "content": "eyes" })),
+                )
+                .await
+                .map(drop);
+        }
+        let mine = self
+            .client
+            .call(
+                Method::GET,
+                &format!("{subject}?content=eyes&per_page={PAGE}"),
+                &token,
+                None,
+            )
+            .await?;
+        let ids: Vec<u64> = mine
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| {
+                r["user"]["login"]
+                    .as_str()
+                    .is_some_and(|l| l.eq_ignore_ascii_case(&self.identity.login))
+            })
+            .filter_map(|r| r["id"].as_u64())
+            .collect();
+        for id in ids {
+            self.client
+                .call(Method::DELETE, &format!("{subject}/{id}"), &token, None)
+                .await?;
+        }
+        Ok(())
+    }
+}
+
 /// Comments of a conversation as history: an issue's or pull request's
 /// comments, or one review thread's, a page at a time (`cursor` is the
 /// next page's number), oldest first.

@@ -105,6 +105,49 @@ impl GitHubAdapter {
 }
 
 impl GitHubAdapter {
+    /// Creates a check run in repository `repo` (`owner/name`) of `tenant`
+    /// (the App's installation; the App needs *Checks* write); its id.
+    ///
+    /// # Errors
+    /// [`AdapterError::Invalid`] for a malformed repository or summary past
+    /// GitHub's 65,535 characters; the call's error.
+    pub async fn create_check_run(
+        &self,
+        tenant: &TenantId,
+        repo: &str,
+        run: &crate::CheckRun,
+    ) -> Result<u64, AdapterError> {
+        let valid_repo = repo
+            .split_once('/')
+            .is_some_and(|(o, n)| !o.is_empty() && !n.is_empty() && !n.contains('/'));
+        if !valid_repo {
+            return Err(AdapterError::Invalid(format!("not a repository: {repo:?}")));
+        }
+        if run
+            .output
+            .as_ref()
+            .is_some_and(|o| o.summary.chars().count() > 65_535)
+        {
+            return Err(AdapterError::Invalid(
+                "a check run summary of over 65,535 characters".to_owned(),
+            ));
+        }
+        let token = self.token_for(tenant).await?;
+        let body = serde_json::to_value(run).map_err(|e| AdapterError::Decode(Box::new(e)))?;
+        let answer = self
+            .client
+            .call(
+                http::Method::POST,
+                &format!("repos/{repo}/check-runs"),
+                &token,
+                Some(&body),
+            )
+            .await?;
+        answer["id"]
+            .as_u64()
+            .ok_or_else(|| AdapterError::Decode("a check run answer without id".into()))
+    }
+
     /// Forgets installation `id`'s token (App mode; nothing otherwise).
     pub(crate) fn forget_installation(&self, id: u64) {
         if let Auth::App(tokens) = &self.auth {

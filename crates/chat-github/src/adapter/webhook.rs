@@ -42,6 +42,10 @@ impl PlatformAdapter for GitHubAdapter {
     fn as_history(&self) -> Option<&dyn chat_core::History> {
         Some(self)
     }
+
+    fn as_status(&self) -> Option<&dyn chat_core::Status> {
+        Some(self)
+    }
 }
 
 fn header<'a>(parts: &'a http::request::Parts, name: &'static str) -> Option<&'a str> {
