@@ -36,6 +36,8 @@ async fn conversation_on(strategy: ConcurrencyArg, state: DemoState) -> String {
         "ok    Acme (T1) is answered \"echo: hello from Acme\" in its thread with its own token",
         "ok    Globex (T2) is answered \"echo: hello from Globex\" in its thread with its own token",
         "is acknowledged and ignored: unknown-installation",
+        "9. GitHub",
+        "ok    one answer to the mention, then one to the latest comment with the other in it",
     ] {
         assert!(shown.contains(step), "no {step:?} in:\n{shown}");
     }
@@ -110,6 +112,7 @@ fn the_demo_binary_exits_0_and_prints_the_timeline() {
         "\"echo: hello from Globex\" [xoxb-T2-echo-bot]",
         "message-ignored      T3    unknown-installation",
         "Bearer xoxb-T1-echo-bot",
+        "gh out     create_comment",
         "demo ok",
     ] {
         assert!(stdout.contains(shown), "no {shown:?} in:\n{stdout}");

@@ -8,10 +8,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use chat_github::signature::sign;
 use chat_testkit::FakeGitHub;
 use examples::drive::{self, Delivery, EchoBot, EchoBotCommand};
-use serde_json::{Value, json};
 
 const PATIENCE: Duration = Duration::from_secs(20);
 
@@ -30,23 +28,8 @@ async fn stop(mut bot: EchoBot) {
     );
 }
 
-/// An `issue_comment` delivery, signed with `secret`.
 fn comment(delivery: &str, comment_id: u64, login: &str, body: &str, secret: &str) -> Delivery {
-    let payload: Value = json!({
-        "action": "created",
-        "installation": null,
-        "repository": { "id": 5, "full_name": "octo/hello" },
-        "issue": { "number": 42, "title": "Crash" },
-        "comment": { "id": comment_id, "body": body, "user": { "login": login, "id": 9, "type": "User" } },
-        "sender": { "login": login, "id": 9, "type": "User" },
-    });
-    let body = payload.to_string().into_bytes();
-    let signature = sign(secret, &body);
-    Delivery::unsigned("/webhooks/github", "application/json", body)
-        .header("x-github-event", "issue_comment")
-        .header("x-github-delivery", delivery)
-        .header("x-github-hook-id", "4242")
-        .header("x-hub-signature-256", &signature)
+    drive::github_comment(delivery, comment_id, login, body, secret)
 }
 
 /// The comments on octo/hello#42 once `count` were created.

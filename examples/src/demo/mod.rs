@@ -1,7 +1,7 @@
 //! The scripted conversation behind `cargo xtask demo`.
 //!
-//! [`run`] starts a [`FakeSlack`], a [`FakeLinear`], a [`FakeTelegram`] and
-//! a [`FakeWhatsApp`] in-process and the
+//! [`run`] starts a [`FakeSlack`], a [`FakeLinear`], a [`FakeTelegram`], a
+//! [`FakeWhatsApp`] and a [`FakeGitHub`] in-process and the
 //! echo-bot binary as a child process on a free port (deferred dispatch, the
 //! chosen strategy, in-memory state or Redis, a small simulated delay, and its
 //! outcome ledger in a temporary file). Then it plays signed webhooks:
@@ -24,7 +24,10 @@
 //!    the debounce strategy, where a chat is one conversation (channel
 //!    scope): "hey", "quick question" and the real question in one WhatsApp
 //!    chat get one answer, and two users writing in one Telegram group join
-//!    one conversation.
+//!    one conversation;
+//! 9. a fourth echo-bot on GitHub under the queue strategy: a mention in an
+//!    issue is answered in a comment, and two comments that arrive while it
+//!    works wait, then get one answer with both in it.
 //!
 //! It prints a timeline of what arrived (with the status echo-bot answered),
 //! what the runtime decided (outcome names, from the ledger) and what was
@@ -33,6 +36,7 @@
 
 mod chats;
 mod checks;
+mod github;
 mod records;
 mod script;
 mod timeline;
@@ -43,7 +47,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chat_runtime::BoxError;
-use chat_testkit::{FakeLinear, FakeSlack, FakeTelegram, FakeWhatsApp};
+use chat_testkit::{FakeGitHub, FakeLinear, FakeSlack, FakeTelegram, FakeWhatsApp};
 use clap::ValueEnum;
 use tokio::time::Instant;
 
@@ -176,6 +180,7 @@ async fn run_in(options: &Options, dir: &Path, out: &mut dyn Write) -> Result<Re
     let linear = FakeLinear::try_start().await?;
     let telegram = FakeTelegram::try_start().await?;
     let whatsapp = FakeWhatsApp::try_start().await?;
+    let github = FakeGitHub::try_start(crate::drive::GITHUB_LOGIN).await?;
     let ledger = dir.join("ledger.jsonl");
     let strategy = strategy_name(options.strategy);
     let delay_ms = options.delay.as_millis();
@@ -227,6 +232,7 @@ async fn run_in(options: &Options, dir: &Path, out: &mut dyn Write) -> Result<Re
         linear,
         telegram,
         whatsapp,
+        github,
         ledger,
         t0: Instant::now(),
         wall0_ms: drive::now_ms(),
@@ -245,6 +251,7 @@ async fn run_in(options: &Options, dir: &Path, out: &mut dyn Write) -> Result<Re
     stopped?;
     demo.workspaces(options, dir).await?;
     demo.chats(options, dir).await?;
+    demo.github_issue(options, dir).await?;
     let Demo { out, report, .. } = demo;
     writeln!(out)?;
     if report.succeeded() {
@@ -285,6 +292,7 @@ struct Demo<'o> {
     linear: FakeLinear,
     telegram: FakeTelegram,
     whatsapp: FakeWhatsApp,
+    github: FakeGitHub,
     ledger: PathBuf,
     t0: Instant,
     wall0_ms: u64,

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use chat_testkit::{LinearCall, SlackCall, TelegramCall, WhatsAppCall};
+use chat_testkit::{GitHubCall, LinearCall, SlackCall, TelegramCall, WhatsAppCall};
 
 use super::Demo;
 use crate::drive;
@@ -17,6 +17,7 @@ pub(super) struct Mark {
     pub(super) linear: usize,
     pub(super) telegram: usize,
     pub(super) whatsapp: usize,
+    pub(super) github: usize,
 }
 
 /// The records since a mark.
@@ -26,6 +27,7 @@ pub(super) struct View {
     pub(super) linear: Vec<LinearCall>,
     pub(super) telegram: Vec<TelegramCall>,
     pub(super) whatsapp: Vec<WhatsAppCall>,
+    pub(super) github: Vec<GitHubCall>,
 }
 
 impl View {
@@ -56,6 +58,15 @@ impl View {
             .collect()
     }
 
+    /// The comments created on GitHub, without their hidden reply keys.
+    pub(super) fn github_comments(&self) -> Vec<&str> {
+        self.github
+            .iter()
+            .filter(|c| c.endpoint == "create_comment" && c.status.is_success())
+            .map(|c| shown_comment(c.body["body"].as_str().unwrap_or_default()))
+            .collect()
+    }
+
     /// The texts posted to Slack.
     pub(super) fn posts(&self) -> Vec<&str> {
         self.slack
@@ -74,6 +85,7 @@ impl Demo<'_> {
             linear: self.linear.calls().len(),
             telegram: self.telegram.calls().len(),
             whatsapp: self.whatsapp.calls().len(),
+            github: self.github.calls().len(),
         }
     }
 
@@ -83,17 +95,20 @@ impl Demo<'_> {
         let mut linear = self.linear.calls();
         let mut telegram = self.telegram.calls();
         let mut whatsapp = self.whatsapp.calls();
+        let mut github = self.github.calls();
         ledger.drain(..since.ledger.min(ledger.len()));
         slack.drain(..since.slack.min(slack.len()));
         linear.drain(..since.linear.min(linear.len()));
         telegram.drain(..since.telegram.min(telegram.len()));
         whatsapp.drain(..since.whatsapp.min(whatsapp.len()));
+        github.drain(..since.github.min(github.len()));
         View {
             ledger,
             slack,
             linear,
             telegram,
             whatsapp,
+            github,
         }
     }
 
@@ -236,6 +251,33 @@ pub(super) fn whatsapp_detail(call: &WhatsAppCall) -> String {
             }
         ),
         None => body.to_string(),
+    };
+    if !call.status.is_success() {
+        detail.push_str(&format!(" (answered {})", call.status));
+    }
+    detail
+}
+
+/// A comment as GitHub shows it: without the reply key hidden in it.
+fn shown_comment(body: &str) -> &str {
+    body.split("\n\n<!-- chat-rs reply").next().unwrap_or(body)
+}
+
+pub(super) fn github_detail(call: &GitHubCall) -> String {
+    let mut detail = match call.endpoint.as_str() {
+        "create_comment" => format!(
+            "{} {:?}",
+            call.path.trim_start_matches("/repos/"),
+            shown_comment(call.body["body"].as_str().unwrap_or_default())
+        ),
+        "react" | "delete_reaction" | "list_reactions" => {
+            format!(
+                "{} {}",
+                call.path.trim_start_matches("/repos/"),
+                call.body["content"]
+            )
+        }
+        _ => call.path.clone(),
     };
     if !call.status.is_success() {
         detail.push_str(&format!(" (answered {})", call.status));

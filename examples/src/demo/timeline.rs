@@ -5,7 +5,9 @@ use std::time::Duration;
 use chat_runtime::BoxError;
 
 use super::Demo;
-use super::records::{linear_detail, slack_detail, telegram_detail, whatsapp_detail};
+use super::records::{
+    github_detail, linear_detail, slack_detail, telegram_detail, whatsapp_detail,
+};
 use crate::drive::{Answer, Delivery};
 
 /// One line of the timeline.
@@ -191,6 +193,15 @@ impl Demo<'_> {
                 name: call.endpoint.clone(),
                 id: String::new(),
                 detail: whatsapp_detail(call),
+            });
+        }
+        for call in &view.github {
+            entries.push(Entry {
+                at: call.at.saturating_duration_since(self.t0),
+                lane: "gh out",
+                name: call.endpoint.clone(),
+                id: String::new(),
+                detail: github_detail(call),
             });
         }
         // At the same instant, what arrived comes first.

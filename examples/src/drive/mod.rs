@@ -75,6 +75,32 @@ pub const GITHUB_TOKEN: &str = "github_pat_echo_bot_demo";
 /// The login echo-bot is mentioned as on GitHub.
 pub const GITHUB_LOGIN: &str = "echo-bot";
 
+/// A GitHub `issue_comment` delivery: comment `comment_id` by `login` on
+/// octo/hello#42 saying `body`, with delivery id `delivery`, signed with
+/// `secret` (echo-bot's is [`GITHUB_WEBHOOK_SECRET`]).
+pub fn github_comment(
+    delivery: &str,
+    comment_id: u64,
+    login: &str,
+    body: &str,
+    secret: &str,
+) -> Delivery {
+    let payload = serde_json::json!({
+        "action": "created",
+        "repository": { "id": 5, "full_name": "octo/hello" },
+        "issue": { "number": 42, "title": "Crash on start" },
+        "comment": { "id": comment_id, "body": body, "user": { "login": login, "id": 9, "type": "User" } },
+        "sender": { "login": login, "id": 9, "type": "User" },
+    });
+    let body = payload.to_string().into_bytes();
+    let signature = chat_github::signature::sign(secret, &body);
+    Delivery::unsigned("/webhooks/github", "application/json", body)
+        .header("x-github-event", "issue_comment")
+        .header("x-github-delivery", delivery)
+        .header("x-github-hook-id", "4242")
+        .header("x-hub-signature-256", &signature)
+}
+
 /// Telegram deliveries with [`TELEGRAM_SECRET_TOKEN`] (a group chat by
 /// default; `.private()` for the user's private chat).
 pub fn telegram() -> TelegramDeliveries {
