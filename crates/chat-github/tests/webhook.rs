@@ -372,3 +372,41 @@ async fn an_uninstall_resolves_as_uninstalled() {
         chat_core::Resolution::Proceed
     ));
 }
+
+/// chat-testkit's signed deliveries verify and parse: JSON and form,
+/// comments, review comments, an opened issue, `ping`.
+#[test]
+fn the_testkits_signed_deliveries_verify_and_parse() {
+    use chat_testkit::signed::GitHubDeliveries;
+    let github = adapter();
+    let check = |request: http::Request<Bytes>| {
+        let (parts, body) = request.into_parts();
+        github.verify(&parts, &body).unwrap();
+        github.parse(&parts, &body).unwrap()
+    };
+    for deliveries in [
+        GitHubDeliveries::new(SECRET),
+        GitHubDeliveries::new(SECRET).form(),
+    ] {
+        let e = event_of(check(deliveries.installation(3).issue_comment(
+            "d-1",
+            42,
+            1,
+            "@triage-bot hi",
+        )));
+        assert_eq!(e.thread.to_string(), "github:3:octo/hello:42");
+        assert!(message_of(&e).is_mention);
+    }
+    let d = GitHubDeliveries::new(SECRET);
+    let e = event_of(check(d.review_comment("d-2", 7, 11, Some(10), "and this?")));
+    assert_eq!(e.thread.thread, "7/r10");
+    let e = event_of(check(d.issue_opened("d-3", 5, "Crash", "on start")));
+    assert_eq!(message_of(&e).text, "Crash\n\non start");
+    assert!(matches!(check(d.ping("d-4")), Inbound::Response(_)));
+    let forged = GitHubDeliveries::new("guess").issue_comment("d-5", 1, 1, "x");
+    let (parts, body) = forged.into_parts();
+    assert!(matches!(
+        github.verify(&parts, &body),
+        Err(WebhookError::BadSignature)
+    ));
+}

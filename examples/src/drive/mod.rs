@@ -33,7 +33,7 @@ pub mod slack;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chat_testkit::signed::{
-    LinearDeliveries, SlackDeliveries, TelegramDeliveries, WhatsAppDeliveries,
+    GitHubDeliveries, LinearDeliveries, SlackDeliveries, TelegramDeliveries, WhatsAppDeliveries,
 };
 use serde_json::Value;
 
@@ -85,20 +85,10 @@ pub fn github_comment(
     body: &str,
     secret: &str,
 ) -> Delivery {
-    let payload = serde_json::json!({
-        "action": "created",
-        "repository": { "id": 5, "full_name": "octo/hello" },
-        "issue": { "number": 42, "title": "Crash on start" },
-        "comment": { "id": comment_id, "body": body, "user": { "login": login, "id": 9, "type": "User" } },
-        "sender": { "login": login, "id": 9, "type": "User" },
-    });
-    let body = payload.to_string().into_bytes();
-    let signature = chat_github::signature::sign(secret, &body);
-    Delivery::unsigned("/webhooks/github", "application/json", body)
-        .header("x-github-event", "issue_comment")
-        .header("x-github-delivery", delivery)
-        .header("x-github-hook-id", "4242")
-        .header("x-hub-signature-256", &signature)
+    GitHubDeliveries::new(secret)
+        .author(login)
+        .issue_comment(delivery, 42, comment_id, body)
+        .into()
 }
 
 /// Telegram deliveries with [`TELEGRAM_SECRET_TOKEN`] (a group chat by

@@ -12,6 +12,9 @@
 //! * [`WhatsAppDeliveries`]: Cloud API notifications (texts, button and list
 //!   replies, reactions, documents, statuses, several messages in one)
 //!   signed with the app secret, and the subscription handshake.
+//! * [`GitHubDeliveries`]: webhook events (comments, review comments, issues
+//!   opened, any event; `ping`) signed with the webhook secret, as JSON or as
+//!   a form.
 //!
 //! The default identities match the fakes: Slack's team and bot user are
 //! [`FakeSlack::TEAM_ID`](crate::FakeSlack::TEAM_ID) and
@@ -27,6 +30,7 @@
 //! assert!(request.headers().contains_key("x-slack-signature"));
 //! ```
 
+mod github;
 mod linear;
 mod slack;
 mod telegram;
@@ -36,6 +40,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use ring::hmac;
 
+pub use github::GitHubDeliveries;
 pub use linear::LinearDeliveries;
 pub use slack::SlackDeliveries;
 pub use telegram::{TelegramDeliveries, entities_of as telegram_entities};
