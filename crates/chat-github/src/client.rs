@@ -106,11 +106,48 @@ impl GitHubClient {
         token: &Secret,
         body: Option<&Value>,
     ) -> Result<Value, AdapterError> {
-        let uri: http::Uri = format!("{}/{}", self.inner.api, path.trim_start_matches('/'))
+        let uri = format!("{}/{}", self.inner.api, path.trim_start_matches('/'));
+        self.send(method, &uri, token, body).await
+    }
+
+    /// A GraphQL `query` (or mutation) with `variables`, at the API's
+    /// GraphQL endpoint (`/graphql`; a GitHub Enterprise Server's
+    /// `/api/graphql` beside `/api/v3`); its `data`.
+    ///
+    /// # Errors
+    /// As [`call`](Self::call); GraphQL's own `errors` are
+    /// [`AdapterError::Api`] with their first message.
+    pub async fn graphql(
+        &self,
+        token: &Secret,
+        query: &str,
+        variables: Value,
+    ) -> Result<Value, AdapterError> {
+        let api = &self.inner.api;
+        let url = match api.strip_suffix("/api/v3") {
+            Some(host) => format!("{host}/api/graphql"),
+            None => format!("{api}/graphql"),
+        };
+        let body = serde_json::json!({ "query": query, "variables": variables });
+        let mut answer = self.send(Method::POST, &url, token, Some(&body)).await?;
+        if let Some(e) = answer["errors"].as_array().and_then(|e| e.first()) {
+            return Err(AdapterError::Api {
+                code: format!("graphql: {}", e["message"].as_str().unwrap_or("an error")),
+            });
+        }
+        Ok(answer["data"].take())
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        token: &Secret,
+        body: Option<&Value>,
+    ) -> Result<Value, AdapterError> {
+        let uri: http::Uri = url
             .parse()
-            .map_err(|_| {
-                AdapterError::Invalid(format!("a REST path that does not parse: {path}"))
-            })?;
+            .map_err(|_| AdapterError::Invalid(format!("a URL that does not parse: {url}")))?;
         let payload = match body {
             Some(b) => {
                 Bytes::from(serde_json::to_vec(b).map_err(|e| AdapterError::Decode(Box::new(e)))?)

@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | `42` | issue or pull request #42 (its conversation tab) | `POST /repos/{repo}/issues/42/comments` |
 //! | `42/r1001` | the review thread on pull request #42 that comment 1001 opened | `POST /repos/{repo}/pulls/42/comments/1001/replies` |
-//! | `d42` | discussion #42 | (GraphQL; not yet) |
+//! | `d42` | discussion #42 | GraphQL `addDiscussionComment` |
 //!
 //! Issues, pull requests and discussions share one number sequence per
 //! repository, so each number names one conversation.

@@ -74,13 +74,47 @@ async fn a_reply_in_a_review_thread_answers_the_threads_first_comment() {
     assert_eq!(call.path, "/repos/octo/hello/pulls/7/comments/500/replies");
     github.react(&posted, "+1").await.unwrap();
     assert_eq!(fake.reactions(&posted.id), ["+1"]);
-    // A discussion is not answered yet: said, not posted elsewhere.
-    assert!(matches!(
-        github
-            .post(&thread("d30"), &OutboundMessage::text("x"))
-            .await,
-        Err(AdapterError::Unsupported(_))
-    ));
+}
+
+#[tokio::test]
+async fn a_discussion_is_answered_edited_reacted_to_and_read_through_graphql() {
+    use chat_core::{History, Status};
+    let (fake, github) = with_token().await;
+    let d = thread("d30");
+    let key = |attempt| PostKey::new(EventId::new("delivery-d"), 0, attempt);
+    let posted = github
+        .post(&d, &OutboundMessage::text("thanks").with_post_key(key(1)))
+        .await
+        .unwrap();
+    assert!(posted.id.starts_with("DC_"), "{posted:?}");
+    assert_eq!(fake.discussion_comments("octo/hello", 30).len(), 1);
+    // A repeated run finds it.
+    let again = github
+        .post(&d, &OutboundMessage::text("thanks").with_post_key(key(2)))
+        .await
+        .unwrap();
+    assert_eq!(again, posted);
+    assert_eq!(fake.calls_of("graphql:addDiscussionComment").len(), 1);
+
+    github
+        .edit(&posted, &OutboundMessage::text("thanks!"))
+        .await
+        .unwrap();
+    assert!(fake.discussion_comments("octo/hello", 30)[0].starts_with("thanks!"));
+    github.react(&posted, "heart").await.unwrap();
+    assert_eq!(fake.reactions_of_node(&posted.id), ["heart"]);
+
+    github.set_status(&d, Some("thinking")).await.unwrap();
+    assert_eq!(fake.discussion_reactions(30), ["eyes"]);
+    github.set_status(&d, None).await.unwrap();
+    assert!(fake.discussion_reactions(30).is_empty());
+
+    let page = github.history(&d, None, 10).await.unwrap();
+    assert_eq!(page.messages.len(), 1);
+    assert!(page.messages[0].is_from_bot());
+
+    github.delete(&posted).await.unwrap();
+    assert!(fake.discussion_comments("octo/hello", 30).is_empty());
 }
 
 #[tokio::test]

@@ -148,6 +148,9 @@ struct Repos {
     tokens: HashMap<String, u64>,
     /// The login comments are made as, per token; else `login`.
     login: String,
+    /// Node ids GraphQL handed out: a discussion's (`D_…`) or a discussion
+    /// comment's (`DC_…`), and what each is.
+    nodes: HashMap<String, (&'static str, String, u64)>,
     next_id: u64,
 }
 
@@ -239,6 +242,7 @@ impl FakeGitHub {
                 axum::routing::get(list_review_comments),
             )
             .route("/repos/{owner}/{repo}/check-runs", post(check_run))
+            .route("/graphql", post(graphql))
             .with_state(Arc::clone(&shared));
         let (addr, server) = serve(app).await?;
         Ok(Self {
@@ -274,6 +278,32 @@ impl FakeGitHub {
         };
         let id: u64 = id.parse().unwrap_or(0);
         self.reactions_on(kind, id)
+    }
+
+    /// The bodies of the comments in discussion `number` of `repo`.
+    pub fn discussion_comments(&self, repo: &str, number: u64) -> Vec<String> {
+        self.shared.state(|r| {
+            r.comments
+                .values()
+                .filter(|c| c.kind == "discussion" && c.repo == repo && c.number == number)
+                .map(|c| c.body.clone())
+                .collect()
+        })
+    }
+
+    /// The reactions on the node GraphQL named `node` (a discussion
+    /// comment's `DC_…`).
+    pub fn reactions_of_node(&self, node: &str) -> Vec<String> {
+        let subject = self.shared.state(|r| r.nodes.get(node).cloned());
+        match subject {
+            Some((kind, _, id)) => self.reactions_on(kind, id),
+            None => Vec::new(),
+        }
+    }
+
+    /// The reactions on discussion `number` itself.
+    pub fn discussion_reactions(&self, number: u64) -> Vec<String> {
+        self.reactions_on("discussion", number)
     }
 
     /// The reactions on issue or pull request `number` itself.
@@ -884,6 +914,156 @@ async fn check_run(
         (StatusCode::CREATED, json!({ "id": 70_000 + r.next_id, "name": body["name"], "head_sha": body["head_sha"] }))
     })
     .await
+}
+
+/// The GraphQL operations Discussions need (what the query names decides
+/// which): a discussion's id and comments, adding, editing and deleting a
+/// comment, adding and removing a reaction. Each is recorded as
+/// `graphql:<operation>`.
+async fn graphql(State(shared): State<Arc<Shared>>, headers: HeaderMap, raw: Bytes) -> Response {
+    let body = json_body(&raw);
+    let query = body["query"].as_str().unwrap_or_default().to_owned();
+    let operation = [
+        "addDiscussionComment",
+        "updateDiscussionComment",
+        "deleteDiscussionComment",
+        "addReaction",
+        "removeReaction",
+        "discussion",
+    ]
+    .into_iter()
+    .find(|op| query.contains(op))
+    .unwrap_or("unknown");
+    let endpoint = format!("graphql:{operation}");
+    respond(
+        &shared,
+        &endpoint,
+        Method::POST,
+        "/graphql".to_owned(),
+        &headers,
+        body,
+        |r, _, body| {
+            let v = &body["variables"];
+            let data = match operation {
+                "discussion" => discussion_query(r, v),
+                "addDiscussionComment" => {
+                    let Some((_, repo, number)) =
+                        v["id"].as_str().and_then(|id| r.nodes.get(id)).cloned()
+                    else {
+                        return graphql_error("Could not resolve to a node with the global id");
+                    };
+                    let text = match comment_body(&json!({ "body": v["body"] })) {
+                        Ok(text) => text,
+                        Err(_) => return graphql_error("Body is too long or missing"),
+                    };
+                    let (_, c) = add(r, "discussion", repo.clone(), number, None, text);
+                    let node = format!("DC_{}", c["id"]);
+                    r.nodes.insert(
+                        node.clone(),
+                        ("discussion_comment", repo, c["id"].as_u64().unwrap_or(0)),
+                    );
+                    json!({ "addDiscussionComment": { "comment": { "id": node } } })
+                }
+                "updateDiscussionComment" | "deleteDiscussionComment" => {
+                    let Some(id) = v["id"]
+                        .as_str()
+                        .and_then(|n| n.strip_prefix("DC_"))
+                        .and_then(|n| n.parse::<u64>().ok())
+                    else {
+                        return graphql_error("Could not resolve to a node with the global id");
+                    };
+                    if operation == "deleteDiscussionComment" {
+                        r.comments.remove(&id);
+                    } else if let Some(c) = r.comments.get_mut(&id) {
+                        v["body"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .clone_into(&mut c.body);
+                    }
+                    json!({ operation: { "comment": { "id": v["id"] } } })
+                }
+                _ => {
+                    let Some((kind, _, id)) =
+                        v["id"].as_str().and_then(|n| r.nodes.get(n)).cloned()
+                    else {
+                        return graphql_error("Could not resolve to a node with the global id");
+                    };
+                    let content = v["content"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_ascii_lowercase();
+                    let content = match content.as_str() {
+                        "thumbs_up" => "+1".to_owned(),
+                        "thumbs_down" => "-1".to_owned(),
+                        other => other.to_owned(),
+                    };
+                    if operation == "addReaction" {
+                        let (status, _) =
+                            add_reaction(r, (kind, id), &json!({ "content": content }));
+                        if !status.is_success() {
+                            return graphql_error("Invalid reaction content");
+                        }
+                    } else {
+                        r.reactions
+                            .entry((kind, id))
+                            .or_default()
+                            .retain(|(_, c)| *c != content);
+                    }
+                    json!({ operation: { "reaction": { "content": v["content"] } } })
+                }
+            };
+            (StatusCode::OK, json!({ "data": data }))
+        },
+    )
+    .await
+}
+
+/// `repository.discussion`: its node id, and its comments a page at a time
+/// (`first`, `after` a cursor this answered).
+fn discussion_query(r: &mut Repos, v: &Value) -> Value {
+    let repo = format!(
+        "{}/{}",
+        v["owner"].as_str().unwrap_or_default(),
+        v["name"].as_str().unwrap_or_default()
+    );
+    let number = v["number"].as_u64().unwrap_or(0);
+    let node = format!("D_{}_{number}", repo.replace('/', "_"));
+    r.nodes
+        .insert(node.clone(), ("discussion", repo.clone(), number));
+    let first = usize::try_from(v["first"].as_u64().unwrap_or(100))
+        .unwrap_or(100)
+        .clamp(1, 100);
+    let after: usize = v["after"]
+        .as_str()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0);
+    let all: Vec<&Comment> = r
+        .comments
+        .values()
+        .filter(|c| c.kind == "discussion" && c.repo == repo && c.number == number)
+        .collect();
+    let nodes: Vec<Value> = all
+        .iter()
+        .skip(after)
+        .take(first)
+        .map(|c| {
+            json!({ "id": format!("DC_{}", c.id), "body": c.body, "createdAt": c.created_at,
+                         "author": { "login": c.login } })
+        })
+        .collect();
+    let end = after + nodes.len();
+    json!({ "repository": { "discussion": {
+        "id": node,
+        "comments": { "pageInfo": { "hasNextPage": end < all.len(), "endCursor": end.to_string() },
+                      "nodes": nodes },
+    } } })
+}
+
+fn graphql_error(message: &str) -> Answer {
+    (
+        StatusCode::OK,
+        json!({ "data": null, "errors": [{ "message": message }] }),
+    )
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use crate::conversation::Conversation;
 /// Comments read per page, GitHub's largest.
 const PAGE: usize = 100;
 /// Pages read when looking for a repeated run's earlier reply.
-const MAX_PAGES: usize = 10;
+pub(crate) const MAX_PAGES: usize = 10;
 
 /// The portable reaction names GitHub has, and the GitHub reaction each is.
 const REACTIONS: [(&str, &str); 14] = [
@@ -116,6 +116,14 @@ fn conversation(thread: &ThreadRef) -> Result<Conversation, AdapterError> {
     })
 }
 
+/// Whether `message` is a discussion comment (written through GraphQL).
+fn in_discussion(message: &MessageRef) -> bool {
+    matches!(
+        Conversation::parse(&message.thread.thread),
+        Some(Conversation::Discussion(_))
+    )
+}
+
 /// The comment's REST path (`issues/comments/1` or `pulls/comments/1`).
 fn comment_path(message: &MessageRef) -> Result<String, AdapterError> {
     let repo = repo(&message.thread)?;
@@ -155,7 +163,9 @@ impl GitHubAdapter {
             Conversation::Review { pull, .. } => {
                 (format!("repos/{repo}/pulls/{pull}/comments"), "r")
             }
-            Conversation::Discussion(_) => return Ok(None),
+            Conversation::Discussion(n) => {
+                return self.discussion_earlier(thread, n, &marker).await;
+            }
         };
         for page in 1..=MAX_PAGES {
             let answer = self
@@ -219,8 +229,11 @@ impl chat_core::Messaging for GitHubAdapter {
                 format!("repos/{repo}/pulls/{pull}/comments/{root}/replies"),
                 "r",
             ),
-            Conversation::Discussion(_) => {
-                return Err(AdapterError::Unsupported("replying in a GitHub discussion"));
+            Conversation::Discussion(n) => {
+                return Ok(MessageRef {
+                    thread: thread.clone(),
+                    id: self.discussion_post(thread, n, &body).await?,
+                });
             }
         };
         let answer = self
@@ -238,6 +251,9 @@ impl chat_core::Messaging for GitHubAdapter {
         message: &MessageRef,
         content: &OutboundMessage,
     ) -> Result<(), AdapterError> {
+        if in_discussion(message) {
+            return self.discussion_edit(message, &render(content)?).await;
+        }
         let path = comment_path(message)?;
         let token = self.token_for(&message.thread.tenant).await?;
         let body = render(content)?;
@@ -248,6 +264,9 @@ impl chat_core::Messaging for GitHubAdapter {
     }
 
     async fn delete(&self, message: &MessageRef) -> Result<(), AdapterError> {
+        if in_discussion(message) {
+            return self.discussion_delete(message).await;
+        }
         let path = comment_path(message)?;
         let token = self.token_for(&message.thread.tenant).await?;
         self.client
@@ -261,6 +280,11 @@ impl chat_core::Messaging for GitHubAdapter {
     /// reacting twice is not an error.
     async fn react(&self, message: &MessageRef, emoji: &str) -> Result<(), AdapterError> {
         let content = reaction(emoji)?;
+        if in_discussion(message) {
+            return self
+                .node_reaction(&message.thread, &message.id, content, true)
+                .await;
+        }
         let path = format!("{}/reactions", comment_path(message)?);
         let token = self.token_for(&message.thread.tenant).await?;
         self.client
@@ -305,8 +329,8 @@ impl chat_core::Status for GitHubAdapter {
             Conversation::Review { root, .. } => {
                 format!("repos/{repo}/pulls/comments/{root}/reactions")
             }
-            Conversation::Discussion(_) => {
-                return Err(AdapterError::Unsupported("a status in a GitHub discussion"));
+            Conversation::Discussion(n) => {
+                return self.discussion_status(thread, n, status.is_some()).await;
             }
         };
         let token = self.token_for(&thread.tenant).await?;
@@ -363,21 +387,21 @@ impl chat_core::History for GitHubAdapter {
         limit: usize,
     ) -> Result<HistoryPage, AdapterError> {
         let repo = repo(thread)?;
+        let (path, root) = match conversation(thread)? {
+            Conversation::Issue(n) => (format!("repos/{repo}/issues/{n}/comments"), None),
+            Conversation::Review { pull, root } => {
+                (format!("repos/{repo}/pulls/{pull}/comments"), Some(root))
+            }
+            Conversation::Discussion(n) => {
+                return self.discussion_history(thread, n, cursor, limit).await;
+            }
+        };
         let per = limit.clamp(1, PAGE);
         let page: usize = match cursor {
             Some(c) => c
                 .parse()
                 .map_err(|_| AdapterError::Invalid(format!("not a history cursor: {c:?}")))?,
             None => 1,
-        };
-        let (path, root) = match conversation(thread)? {
-            Conversation::Issue(n) => (format!("repos/{repo}/issues/{n}/comments"), None),
-            Conversation::Review { pull, root } => {
-                (format!("repos/{repo}/pulls/{pull}/comments"), Some(root))
-            }
-            Conversation::Discussion(_) => {
-                return Err(AdapterError::Unsupported("a GitHub discussion's history"));
-            }
         };
         let token = self.token_for(&thread.tenant).await?;
         let answer = self

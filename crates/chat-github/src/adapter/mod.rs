@@ -15,6 +15,7 @@ use crate::client::GitHubClient;
 use crate::inbound::Identity;
 
 mod builder;
+mod discussions;
 mod messaging;
 mod webhook;
 
