@@ -154,13 +154,13 @@ pub struct Args {
     /// The App's private key: the PEM itself, or the path of its file.
     #[arg(long, env = "GITHUB_PRIVATE_KEY", hide_env_values = true)]
     pub github_private_key: Option<String>,
-    /// The App's slug: it is mentioned as @<slug>.
+    /// The App's slug: it is mentioned as `@<slug>`.
     #[arg(long, env = "GITHUB_APP_SLUG")]
     pub github_app_slug: Option<String>,
     /// A personal access token instead of an App (with GITHUB_LOGIN).
     #[arg(long, env = "GITHUB_TOKEN", hide_env_values = true)]
     pub github_token: Option<String>,
-    /// The token user's login: it is mentioned as @<login>.
+    /// The token user's login: it is mentioned as `@<login>`.
     #[arg(long, env = "GITHUB_LOGIN")]
     pub github_login: Option<String>,
     /// GitHub's REST API base URL (GitHub Enterprise Server's, a fake's).
