@@ -174,8 +174,8 @@ impl InstallationTokens {
         Ok(token)
     }
 
-    /// Forgets `installation`'s token (it was uninstalled, or GitHub
-    /// refused the token).
+    /// Forgets `installation`'s token (it was uninstalled or suspended):
+    /// the next call fetches a new one.
     pub fn forget(&self, installation: u64) {
         self.slots
             .lock()
@@ -184,12 +184,17 @@ impl InstallationTokens {
     }
 }
 
+/// The longest an installation token lives.
+const TOKEN_LIFE: Duration = Duration::from_secs(3600);
+
 /// `expires_at` (`2016-07-11T22:14:10Z`) as an instant of this process's
-/// clock; `None` when it does not read as a UTC timestamp.
+/// clock, at most an hour away (a token's life); `None` when it does not
+/// read as a UTC timestamp.
 pub(crate) fn instant_of(expires_at: &str, now: SystemTime) -> Option<Instant> {
     let at = unix_secs(expires_at)?;
     let now_secs = now.duration_since(UNIX_EPOCH).ok()?.as_secs();
-    Some(Instant::now() + Duration::from_secs(at.saturating_sub(now_secs)))
+    let left = Duration::from_secs(at.saturating_sub(now_secs)).min(TOKEN_LIFE);
+    Some(Instant::now() + left)
 }
 
 /// Seconds since the epoch of `YYYY-MM-DDTHH:MM:SS(.fff)Z`.
@@ -201,7 +206,13 @@ pub(crate) fn unix_secs(s: &str) -> Option<u64> {
     let time = time.split('.').next()?;
     let mut t = time.splitn(3, ':').map(|p| p.parse::<i64>().ok());
     let (hh, mm, ss) = (t.next()??, t.next()??, t.next()??);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || hh > 23 || mm > 59 || ss > 60 {
+    if !(1970..=9999).contains(&y)
+        || !(1..=12).contains(&m)
+        || !(1..=31).contains(&day)
+        || !(0..=23).contains(&hh)
+        || !(0..=59).contains(&mm)
+        || !(0..=60).contains(&ss)
+    {
         return None;
     }
     // Days from the civil date (Howard Hinnant's algorithm).
@@ -257,6 +268,15 @@ mod tests {
         let broken = PKCS1.replacen("MII", "MIX", 1);
         assert!(AppKey::from_pem("1", &broken).is_err());
         assert!(AppKey::from_pem("", PKCS1).is_err());
+    }
+
+    #[test]
+    fn a_token_is_kept_at_most_an_hour_whatever_it_says() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_468_275_250);
+        let at = instant_of("9999-01-01T00:00:00Z", now).unwrap();
+        assert!(at <= Instant::now() + TOKEN_LIFE);
+        let soon = instant_of("2016-07-11T22:24:10Z", now).unwrap();
+        assert!(soon <= Instant::now() + Duration::from_secs(600));
     }
 
     #[test]

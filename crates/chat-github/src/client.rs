@@ -5,12 +5,14 @@
 //! call without one), and a bearer token.
 //!
 //! Rate limits ([Rate limits for the REST API](https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api))
-//! are waited out, never retried sooner than GitHub allows: on a `403` or
+//! are waited out: a call is never sent again sooner than GitHub allows: on a `403` or
 //! `429` with `retry-after`, that many seconds; with
 //! `x-ratelimit-remaining: 0`, until `x-ratelimit-reset`; a secondary limit
 //! that says neither, at least a minute. A wait that outlasts the call's
-//! deadline is [`AdapterError::RateLimited`]. Any other refusal is
-//! [`AdapterError::Api`] with GitHub's `message`.
+//! deadline is [`AdapterError::RateLimited`], as is GraphQL's
+//! `RATE_LIMITED` error (which comes with a 200). Any other refusal is
+//! [`AdapterError::Api`] with GitHub's `message`. Each call waits on its
+//! own: other calls of the process are not held back meanwhile.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -123,14 +125,16 @@ impl GitHubClient {
         query: &str,
         variables: Value,
     ) -> Result<Value, AdapterError> {
-        let api = &self.inner.api;
-        let url = match api.strip_suffix("/api/v3") {
-            Some(host) => format!("{host}/api/graphql"),
-            None => format!("{api}/graphql"),
-        };
+        let url = graphql_url(&self.inner.api);
         let body = serde_json::json!({ "query": query, "variables": variables });
         let mut answer = self.send(Method::POST, &url, token, Some(&body)).await?;
         if let Some(e) = answer["errors"].as_array().and_then(|e| e.first()) {
+            // GraphQL answers an exhausted limit with a 200.
+            if e["type"].as_str() == Some("RATE_LIMITED") {
+                return Err(AdapterError::RateLimited {
+                    retry_after: SECONDARY_WAIT,
+                });
+            }
             return Err(AdapterError::Api {
                 code: format!("graphql: {}", e["message"].as_str().unwrap_or("an error")),
             });
@@ -175,6 +179,16 @@ impl GitHubClient {
             &Rest,
         )
         .await
+    }
+}
+
+/// The GraphQL endpoint beside REST API `api`: github.com's
+/// `https://api.github.com/graphql`, a GitHub Enterprise Server's
+/// `https://HOST/api/graphql` beside `https://HOST/api/v3`.
+fn graphql_url(api: &str) -> String {
+    match api.strip_suffix("/api/v3") {
+        Some(host) => format!("{host}/api/graphql"),
+        None => format!("{api}/graphql"),
     }
 }
 
@@ -225,9 +239,14 @@ pub(crate) fn rate_limit_wait(answer: &Answer, message: &str, now: SystemTime) -
         return Some(wait);
     }
     if answer.header("x-ratelimit-remaining") == Some("0") {
-        let reset: u64 = answer.header("x-ratelimit-reset")?.trim().parse().ok()?;
-        let now = now.duration_since(UNIX_EPOCH).ok()?.as_secs();
-        return Some(Duration::from_secs(reset.saturating_sub(now).max(1)));
+        let reset = answer
+            .header("x-ratelimit-reset")
+            .and_then(|r| r.trim().parse::<u64>().ok());
+        let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        // Without a reset that reads, the secondary rule: a minute.
+        return Some(reset.map_or(SECONDARY_WAIT, |reset| {
+            Duration::from_secs(reset.saturating_sub(now).max(1))
+        }));
     }
     let m = message.to_ascii_lowercase();
     (answer.status == StatusCode::TOO_MANY_REQUESTS || m.contains("rate limit"))
@@ -251,6 +270,18 @@ mod tests {
             headers: h,
             body: Bytes::new(),
         }
+    }
+
+    #[test]
+    fn graphql_is_beside_rest_on_github_and_on_an_enterprise_server() {
+        assert_eq!(
+            graphql_url("https://api.github.com"),
+            "https://api.github.com/graphql"
+        );
+        assert_eq!(
+            graphql_url("https://ghe.example.com/api/v3"),
+            "https://ghe.example.com/api/graphql"
+        );
     }
 
     #[test]
@@ -284,6 +315,15 @@ mod tests {
             rate_limit_wait(&answer(429, &[]), "", now),
             Some(SECONDARY_WAIT)
         );
+        // A spent limit whose reset does not read: a minute.
+        let a = answer(
+            403,
+            &[
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset", "soon"),
+            ],
+        );
+        assert_eq!(rate_limit_wait(&a, "", now), Some(SECONDARY_WAIT));
         // A permission refused is no rate limit.
         assert_eq!(
             rate_limit_wait(

@@ -51,7 +51,15 @@ pub(crate) struct Identity {
 
 impl Identity {
     fn is_me(&self, user: Option<&User>) -> bool {
-        user.is_some_and(|u| !self.login.is_empty() && u.login.eq_ignore_ascii_case(&self.login))
+        user.is_some_and(|u| self.is_login(&u.login))
+    }
+
+    /// Whether `login` is the bot's: its login, or — for an App, whose
+    /// GraphQL author carries no `[bot]` — its slug.
+    pub(crate) fn is_login(&self, login: &str) -> bool {
+        !self.login.is_empty()
+            && (login.eq_ignore_ascii_case(&self.login)
+                || (self.app_id.is_some() && login.eq_ignore_ascii_case(&self.handle)))
     }
 
     /// Whether `text` has `@handle` as a word.
@@ -60,13 +68,19 @@ impl Identity {
     }
 }
 
-/// The `@login` words of `text`, in order, as written (GitHub logins are
+/// The most mentions read from one text.
+const MAX_MENTIONS: usize = 50;
+
+/// The `@login` words of `text` (at most [`MAX_MENTIONS`]), in order, as written (GitHub logins are
 /// case-insensitive letters, digits and `-`; an e-mail address is none).
 fn mentions(text: &str, me: &Identity) -> Vec<Mention> {
     let word = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     for (i, b) in bytes.iter().enumerate() {
+        if out.len() >= MAX_MENTIONS {
+            break;
+        }
         if *b != b'@' || (i > 0 && word(bytes[i - 1])) {
             continue;
         }
@@ -172,13 +186,16 @@ pub(crate) fn parse(d: &Delivery<'_>, me: &Identity) -> Result<Inbound, WebhookE
             c.to_string(),
         )
     };
-    let kind_of = |change: MessageChange, c: &Comment| {
+    // A comment's id as the adapter's calls name it: an issue comment's
+    // number, a review comment's `r<number>`, a discussion comment's node id.
+    let kind_of = |change: MessageChange, c: &Comment, id: String| {
         let text = c.body.clone().unwrap_or_default();
-        let message = Message::new(c.id.to_string(), author(c.user.as_ref()), text.as_str())
+        let said = mentions(&text, me);
+        let message = Message::new(id, author(c.user.as_ref()), text.as_str())
             .with_markdown(text.as_str())
             .with_change(change)
-            .with_mention(me.is_mentioned_in(&text))
-            .with_mentions(mentions(&text, me));
+            .with_mention(said.iter().any(|m| m.is_me))
+            .with_mentions(said);
         EventKind::Message(message)
     };
     let change = match action.as_str() {
@@ -194,7 +211,7 @@ pub(crate) fn parse(d: &Delivery<'_>, me: &Identity) -> Result<Inbound, WebhookE
             };
             d.event(
                 thread(Conversation::Issue(positive(issue.number)?)),
-                kind_of(change, c),
+                kind_of(change, c, c.id.to_string()),
             )
         }
         ("pull_request_review_comment", "created" | "edited" | "deleted") => {
@@ -208,7 +225,7 @@ pub(crate) fn parse(d: &Delivery<'_>, me: &Identity) -> Result<Inbound, WebhookE
                 pull: positive(pull.number)?,
                 root: positive(root)?,
             };
-            d.event(thread(c_), kind_of(change, c))
+            d.event(thread(c_), kind_of(change, c, format!("r{}", c.id)))
         }
         ("discussion_comment", "created" | "edited" | "deleted") => {
             let (Some(discussion), Some(c)) = (&p.discussion, &p.comment) else {
@@ -218,7 +235,11 @@ pub(crate) fn parse(d: &Delivery<'_>, me: &Identity) -> Result<Inbound, WebhookE
             };
             d.event(
                 thread(Conversation::Discussion(positive(discussion.number)?)),
-                kind_of(change, c),
+                kind_of(
+                    change,
+                    c,
+                    c.node_id.clone().unwrap_or_else(|| c.id.to_string()),
+                ),
             )
         }
         ("issues" | "pull_request", "opened") => {
@@ -289,7 +310,6 @@ pub(crate) fn parse(d: &Delivery<'_>, me: &Identity) -> Result<Inbound, WebhookE
         }
         _ => return Ok(ignored(&format!("unsupported:{}.{action}", d.event))),
     };
-    let _ = (repo.id, p.zen.as_ref(), p.hook_id);
     Ok(one(event))
 }
 

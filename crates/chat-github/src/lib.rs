@@ -6,9 +6,9 @@
 //! * **Verify** ([`signature`]): every delivery's `X-Hub-Signature-256`
 //!   (HMAC-SHA256 of the raw body with the webhook secret), in constant
 //!   time, before anything is parsed.
-//! * **Parse** ([module table](crate::conversation)): comments, issues and
-//!   pull requests opened, assignments and review requests to the bot, review
-//!   comments in their own threads, reviews, discussion comments; `ping`
+//! * **Parse**: comments, issues and pull requests opened, assignments and
+//!   review requests to the bot, review comments in their own threads,
+//!   reviews, discussion comments — each in its [`conversation`]; `ping`
 //!   answered; what the bot itself did ignored. The event id is
 //!   `X-GitHub-Delivery`, which a redelivery repeats: a delivery runs once
 //!   however often it is redelivered within [`DEDUPE_TTL`].

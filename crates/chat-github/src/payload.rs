@@ -22,8 +22,6 @@ pub(crate) struct Payload {
     pub(crate) requested_reviewer: Option<User>,
     pub(crate) label: Option<Label>,
     pub(crate) after: Option<String>,
-    pub(crate) zen: Option<String>,
-    pub(crate) hook_id: Option<u64>,
     #[serde(default)]
     pub(crate) repositories_added: Vec<Repository>,
     #[serde(default)]
@@ -33,8 +31,6 @@ pub(crate) struct Payload {
 /// `repository`.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct Repository {
-    #[serde(default)]
-    pub(crate) id: u64,
     #[serde(default)]
     pub(crate) full_name: String,
 }
@@ -81,6 +77,8 @@ pub(crate) struct Head {
 pub(crate) struct Comment {
     #[serde(default)]
     pub(crate) id: u64,
+    /// The GraphQL node id (a discussion comment's is how it is written to).
+    pub(crate) node_id: Option<String>,
     pub(crate) body: Option<String>,
     pub(crate) user: Option<User>,
     /// A review comment that answers another: the thread's first comment.

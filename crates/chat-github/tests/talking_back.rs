@@ -339,3 +339,75 @@ async fn a_check_run_is_created_on_the_pull_requests_head() {
         .await;
     assert!(matches!(bad, Err(AdapterError::Invalid(_))));
 }
+
+/// An uninstall forgets the installation's token: after it, a call fetches
+/// a new one.
+#[tokio::test]
+async fn an_uninstall_forgets_the_installations_token() {
+    use chat_core::Webhook;
+    use chat_testkit::signed::GitHubDeliveries;
+    let fake = FakeGitHub::start("triage-bot[bot]").await;
+    let github = GitHubAdapter::builder()
+        .webhook_secret("s")
+        .app("12345", KEY)
+        .app_slug("triage-bot")
+        .api_url(fake.api_url())
+        .build()
+        .unwrap();
+    let t = ThreadRef::new(GITHUB, "77", "octo/hello", "42");
+    github
+        .post(&t, &OutboundMessage::text("one"))
+        .await
+        .unwrap();
+    github
+        .post(&t, &OutboundMessage::text("two"))
+        .await
+        .unwrap();
+    assert_eq!(fake.calls_of("access_tokens").len(), 1);
+
+    let uninstall = GitHubDeliveries::new("s").installation(77).event(
+        "installation",
+        "d-u",
+        serde_json::json!({ "action": "deleted" }),
+    );
+    let (parts, body) = uninstall.into_parts();
+    github.verify(&parts, &body).unwrap();
+    let chat_core::Inbound::Event(mut event) = github.parse(&parts, &body).unwrap() else {
+        panic!("an installation event");
+    };
+    assert!(matches!(
+        github.resolve(&mut event).await.unwrap(),
+        chat_core::Resolution::Uninstalled { .. }
+    ));
+    github
+        .post(&t, &OutboundMessage::text("three"))
+        .await
+        .unwrap();
+    assert_eq!(fake.calls_of("access_tokens").len(), 2);
+}
+
+/// As an App, the bot's discussion comments are its own though GraphQL
+/// names it without `[bot]`: a repeated run's reply is found.
+#[tokio::test]
+async fn an_apps_discussion_reply_is_found_on_a_repeated_run() {
+    let fake = FakeGitHub::start("triage-bot[bot]").await;
+    let github = GitHubAdapter::builder()
+        .webhook_secret("s")
+        .app("12345", KEY)
+        .app_slug("triage-bot")
+        .api_url(fake.api_url())
+        .build()
+        .unwrap();
+    let d = ThreadRef::new(GITHUB, "77", "octo/hello", "d30");
+    let key = |attempt| PostKey::new(EventId::new("delivery-a"), 0, attempt);
+    let first = github
+        .post(&d, &OutboundMessage::text("hi").with_post_key(key(1)))
+        .await
+        .unwrap();
+    let again = github
+        .post(&d, &OutboundMessage::text("hi").with_post_key(key(2)))
+        .await
+        .unwrap();
+    assert_eq!(first, again);
+    assert_eq!(fake.calls_of("graphql:addDiscussionComment").len(), 1);
+}

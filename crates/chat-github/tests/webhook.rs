@@ -136,6 +136,8 @@ fn a_review_comment_is_in_its_own_thread_within_the_pull_request() {
                  "comment": { "id": 501, "in_reply_to_id": 500, "body": "and?", "user": user("bo", "User") } }),
     ));
     assert_eq!(reply.thread.thread, "7/r500");
+    // Its message id is the one the adapter's calls take for a review comment.
+    assert_eq!(message_of(&reply).id, "r501");
 }
 
 #[test]
@@ -213,20 +215,58 @@ fn reviews_and_discussion_comments_are_messages() {
                  "comment": { "id": 70, "body": "hi", "user": user("ada", "User") } }),
     ));
     assert_eq!(discussion.thread.thread, "d30");
+    let with_node = event_of(parse(
+        "discussion_comment",
+        &json!({ "action": "created", "repository": repo(), "discussion": { "number": 30 },
+                 "comment": { "id": 71, "node_id": "DC_kwDOA", "body": "hi", "user": user("ada", "User") } }),
+    ));
+    assert_eq!(message_of(&with_node).id, "DC_kwDOA");
 }
 
 #[test]
 fn what_the_bot_did_itself_and_unknown_events_are_ignored_and_ping_is_answered() {
-    let own = parse(
+    let ignored = |i: &Inbound| matches!(i, Inbound::Ignored { reason } if reason == "self");
+    let comment = |sender: &str, author: &str, via: Option<u64>| {
+        let mut c = json!({ "id": 2, "body": "echo", "user": user(author, "User") });
+        if let Some(app) = via {
+            c["performed_via_github_app"] = json!({ "id": app });
+        }
+        json!({ "action": "created", "repository": repo(), "issue": { "number": 1 },
+                "sender": user(sender, "User"), "comment": c })
+    };
+    // The sender alone, the author alone (either case), each is the bot.
+    assert!(ignored(&parse(
         "issue_comment",
-        &json!({ "action": "created", "repository": repo(), "issue": { "number": 1 },
-                 "sender": user("Triage-Bot", "User"),
-                 "comment": { "id": 2, "body": "echo", "user": user("triage-bot", "User") } }),
-    );
-    assert!(
-        matches!(own, Inbound::Ignored { ref reason } if reason == "self"),
-        "{own:?}"
-    );
+        &comment("Triage-Bot", "ada", None)
+    )));
+    assert!(ignored(&parse(
+        "issue_comment",
+        &comment("ada", "triage-bot", None)
+    )));
+    assert!(!ignored(&parse(
+        "issue_comment",
+        &comment("ada", "bo", None)
+    )));
+    // An App: its `[bot]` login, or a comment made through it.
+    let app = GitHubAdapter::builder()
+        .webhook_secret(SECRET)
+        .app("4321", include_str!("fixtures/test-app-key.pem"))
+        .app_slug("triage-bot")
+        .build()
+        .unwrap();
+    let parse_app = |payload: &Value| {
+        let body = Bytes::from(payload.to_string());
+        let (parts, body) = request("issue_comment", "d-7", &body).into_parts();
+        app.verify(&parts, &body).unwrap();
+        app.parse(&parts, &body).unwrap()
+    };
+    assert!(ignored(&parse_app(&comment(
+        "triage-bot[bot]",
+        "triage-bot[bot]",
+        None
+    ))));
+    assert!(ignored(&parse_app(&comment("ada", "ada", Some(4321)))));
+    assert!(!ignored(&parse_app(&comment("ada", "ada", Some(99)))));
     let star = parse(
         "star",
         &json!({ "action": "created", "repository": repo() }),

@@ -140,7 +140,6 @@ impl Comment {
 #[derive(Default)]
 struct Repos {
     comments: BTreeMap<u64, Comment>,
-    /// Reactions by (kind, comment id): the contents added.
     /// Reactions by subject (`issues` or `pulls` and a comment id, or
     /// `issue` and an issue number): each reaction's id and content.
     reactions: HashMap<(&'static str, u64), Vec<(u64, String)>>,

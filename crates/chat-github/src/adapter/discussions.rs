@@ -179,12 +179,12 @@ impl GitHubAdapter {
                 let login = c["author"]["login"].as_str().unwrap_or_default();
                 let author = chat_core::Author::new(login)
                     .with_name(login)
-                    .with_me(login.eq_ignore_ascii_case(&self.identity.login));
+                    .with_me(self.identity.is_login(login));
                 let body = c["body"].as_str().unwrap_or_default();
                 let at_ms = c["createdAt"]
                     .as_str()
                     .and_then(crate::app_auth::unix_secs)
-                    .map_or(0, |s| s * 1000);
+                    .map_or(0, |s| s.saturating_mul(1000));
                 let message = chat_core::Message::new(id, author, body).with_markdown(body);
                 Some(HistoryMessage::from_message(message, at_ms))
             })
@@ -200,7 +200,7 @@ impl GitHubAdapter {
     }
 
     /// The bot's comment in discussion `number` carrying `marker`, if any
-    /// (the latest 100 read).
+    /// (its first thousand comments read, oldest first).
     pub(crate) async fn discussion_earlier(
         &self,
         thread: &ThreadRef,

@@ -181,7 +181,7 @@ impl GitHubAdapter {
             let found = comments.iter().find(|c| {
                 c["user"]["login"]
                     .as_str()
-                    .is_some_and(|l| l.eq_ignore_ascii_case(&self.identity.login))
+                    .is_some_and(|l| self.identity.is_login(l))
                     && c["body"].as_str().is_some_and(|b| b.contains(&marker))
             });
             if let Some(c) = found {
@@ -299,9 +299,9 @@ impl chat_core::Messaging for GitHubAdapter {
     }
 
     /// GitHub takes 65,536 characters per comment, the reply's key
-    /// included.
+    /// (under 200 characters) included.
     fn max_text_len(&self) -> Option<usize> {
-        Some(MAX_COMMENT_CHARS - 100)
+        Some(MAX_COMMENT_CHARS - 200)
     }
 
     fn mention(&self, user_id: &str) -> Option<String> {
@@ -362,7 +362,7 @@ impl chat_core::Status for GitHubAdapter {
             .filter(|r| {
                 r["user"]["login"]
                     .as_str()
-                    .is_some_and(|l| l.eq_ignore_ascii_case(&self.identity.login))
+                    .is_some_and(|l| self.identity.is_login(l))
             })
             .filter_map(|r| r["id"].as_u64())
             .collect();
@@ -414,7 +414,9 @@ impl chat_core::History for GitHubAdapter {
             )
             .await?;
         let comments = answer.as_array().cloned().unwrap_or_default();
-        let next = (comments.len() >= per).then(|| (page + 1).to_string());
+        let next = (comments.len() >= per)
+            .then(|| page.checked_add(1).map(|p| p.to_string()))
+            .flatten();
         let messages = comments
             .iter()
             .filter(|c| {
@@ -436,12 +438,12 @@ impl GitHubAdapter {
         let author = chat_core::Author::new(c["user"]["id"].as_u64().unwrap_or(0).to_string())
             .with_name(login)
             .with_bot(c["user"]["type"].as_str() == Some("Bot"))
-            .with_me(login.eq_ignore_ascii_case(&self.identity.login));
+            .with_me(self.identity.is_login(login));
         let body = c["body"].as_str().unwrap_or_default();
         let at_ms = c["created_at"]
             .as_str()
             .and_then(crate::app_auth::unix_secs)
-            .map_or(0, |s| s * 1000);
+            .map_or(0, |s| s.saturating_mul(1000));
         let id = if review {
             format!("r{id}")
         } else {

@@ -90,6 +90,9 @@ impl GitHubDeliveries {
     /// `event` with `payload` (the repository, installation and sender
     /// added), signed.
     pub fn event(&self, event: &str, delivery: &str, mut payload: Value) -> http::Request<Bytes> {
+        if !payload.is_object() {
+            payload = json!({ "payload": payload });
+        }
         payload["repository"] = json!({ "id": 5, "full_name": self.repo });
         payload["sender"] = self.user();
         if let Some(id) = self.installation {
