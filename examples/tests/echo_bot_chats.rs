@@ -5,31 +5,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+mod common;
+
 use std::time::Duration;
 
 use chat_testkit::{FakeTelegram, FakeWhatsApp};
-use examples::drive::{self, Delivery, EchoBot, EchoBotCommand};
+use common::{PATIENCE, echo_bot, stop};
+use examples::drive::{self, Delivery};
 use serde_json::{Value, json};
 
-const PATIENCE: Duration = Duration::from_secs(20);
 /// Telegram's bot id, of [`drive::TELEGRAM_BOT_TOKEN`].
 const BOT_ID: i64 = 777_000;
-
-fn echo_bot(test: &str) -> EchoBotCommand {
-    let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("echo-bot-{test}.log"));
-    EchoBotCommand::new(env!("CARGO_BIN_EXE_echo-bot")).log_to(log)
-}
-
-async fn stop(mut bot: EchoBot) {
-    let stopped = bot.terminate(PATIENCE).await.unwrap();
-    assert!(
-        stopped.status.success(),
-        "exited with {}{}",
-        stopped.status,
-        bot.log_tail(20)
-    );
-}
 
 /// The texts of the messages the bot sent into Telegram chat `chat`, once
 /// `count` `sendMessage` calls arrived.

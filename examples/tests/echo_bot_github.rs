@@ -5,32 +5,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
+mod common;
+
 use std::time::Duration;
 
 use chat_testkit::FakeGitHub;
-use examples::drive::{self, Delivery, EchoBot, EchoBotCommand};
-
-const PATIENCE: Duration = Duration::from_secs(20);
-
-fn echo_bot(test: &str) -> EchoBotCommand {
-    let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("echo-bot-{test}.log"));
-    EchoBotCommand::new(env!("CARGO_BIN_EXE_echo-bot")).log_to(log)
-}
-
-async fn stop(mut bot: EchoBot) {
-    let stopped = bot.terminate(PATIENCE).await.unwrap();
-    assert!(
-        stopped.status.success(),
-        "exited with {}{}",
-        stopped.status,
-        bot.log_tail(20)
-    );
-}
-
-fn comment(delivery: &str, comment_id: u64, login: &str, body: &str, secret: &str) -> Delivery {
-    drive::github_comment(delivery, comment_id, login, body, secret)
-}
+use common::{PATIENCE, echo_bot, stop};
+use examples::drive;
 
 /// The comments on octo/hello#42 once `count` were created.
 async fn comments(fake: &FakeGitHub, count: usize) -> Vec<String> {
@@ -48,12 +29,18 @@ async fn a_mention_is_echoed_once_however_often_it_is_redelivered() {
         .unwrap();
     let secret = drive::GITHUB_WEBHOOK_SECRET;
 
-    let forged = comment("d-forged", 1, "ada", "@echo-bot forged", "not-the-secret");
+    let forged = drive::github_comment("d-forged", 1, "ada", "@echo-bot forged", "not-the-secret");
     assert_eq!(bot.deliver(&forged).await.unwrap().status, 401);
 
     for _ in 0..3 {
         let answer = bot
-            .deliver(&comment("d-1", 100, "ada", "@echo-bot hello", secret))
+            .deliver(&drive::github_comment(
+                "d-1",
+                100,
+                "ada",
+                "@echo-bot hello",
+                secret,
+            ))
             .await
             .unwrap();
         assert_eq!(answer.status, 200);
@@ -73,9 +60,15 @@ async fn a_mention_is_echoed_once_however_often_it_is_redelivered() {
     );
 
     // The thread is subscribed: a follow-up without a mention is echoed.
-    bot.deliver(&comment("d-2", 101, "ada", "and again", secret))
-        .await
-        .unwrap();
+    bot.deliver(&drive::github_comment(
+        "d-2",
+        101,
+        "ada",
+        "and again",
+        secret,
+    ))
+    .await
+    .unwrap();
     let posted = comments(&fake, 2).await;
     assert!(
         posted.iter().any(|c| c.starts_with("echo: and again")),
@@ -83,7 +76,7 @@ async fn a_mention_is_echoed_once_however_often_it_is_redelivered() {
     );
 
     // Its own comment is ignored, never echoed.
-    bot.deliver(&comment(
+    bot.deliver(&drive::github_comment(
         "d-3",
         102,
         drive::GITHUB_LOGIN,
@@ -112,14 +105,20 @@ async fn follow_ups_during_a_run_are_answered_once_under_queue() {
         .await
         .unwrap();
     let secret = drive::GITHUB_WEBHOOK_SECRET;
-    bot.deliver(&comment("q-1", 200, "ada", "@echo-bot first", secret))
-        .await
-        .unwrap();
+    bot.deliver(&drive::github_comment(
+        "q-1",
+        200,
+        "ada",
+        "@echo-bot first",
+        secret,
+    ))
+    .await
+    .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    bot.deliver(&comment("q-2", 201, "ada", "second", secret))
+    bot.deliver(&drive::github_comment("q-2", 201, "ada", "second", secret))
         .await
         .unwrap();
-    bot.deliver(&comment("q-3", 202, "bo", "third", secret))
+    bot.deliver(&drive::github_comment("q-3", 202, "bo", "third", secret))
         .await
         .unwrap();
     bot.wait_for_outcomes("handler-ran", 2, PATIENCE)

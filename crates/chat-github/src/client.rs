@@ -260,13 +260,15 @@ mod tests {
     fn answer(status: u16, headers: &[(&str, &str)]) -> Answer {
         let mut h = http::HeaderMap::new();
         for (k, v) in headers {
-            h.insert(
-                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-                v.parse().unwrap(),
-            );
+            if let (Ok(name), Ok(value)) = (
+                http::HeaderName::from_bytes(k.as_bytes()),
+                http::HeaderValue::from_str(v),
+            ) {
+                h.insert(name, value);
+            }
         }
         Answer {
-            status: StatusCode::from_u16(status).unwrap(),
+            status: StatusCode::from_u16(status).unwrap_or(StatusCode::IM_A_TEAPOT),
             headers: h,
             body: Bytes::new(),
         }

@@ -36,9 +36,12 @@ mod tests {
 
     #[test]
     fn a_bearer_is_sensitive_and_a_broken_token_refused() {
-        let v = bearer(&Secret::new("t0k")).unwrap();
-        assert_eq!(v.to_str().unwrap(), "Bearer t0k");
-        assert!(v.is_sensitive());
+        let v = bearer(&Secret::new("t0k"));
+        assert!(
+            v.as_ref()
+                .is_ok_and(|v| v.to_str().ok() == Some("Bearer t0k"))
+        );
+        assert!(v.is_ok_and(|v| v.is_sensitive()));
         assert!(bearer(&Secret::new("a\nb")).is_err());
     }
 }

@@ -150,10 +150,12 @@ impl Answer {
 ///
 /// ```
 /// # use chat_http::same_origin;
-/// let u = |s: &str| s.parse::<http::Uri>().unwrap();
-/// assert!(same_origin(&u("https://Files.Slack.com/a"), &u("https://files.slack.com:443/b")));
-/// assert!(!same_origin(&u("https://files.slack.com/a"), &u("http://files.slack.com/a")));
-/// assert!(!same_origin(&u("https://files.slack.com/a"), &u("https://files.slack.com.evil/a")));
+/// # fn main() -> Result<(), http::uri::InvalidUri> {
+/// let u = |s: &str| s.parse::<http::Uri>();
+/// assert!(same_origin(&u("https://Files.Slack.com/a")?, &u("https://files.slack.com:443/b")?));
+/// assert!(!same_origin(&u("https://files.slack.com/a")?, &u("http://files.slack.com/a")?));
+/// assert!(!same_origin(&u("https://files.slack.com/a")?, &u("https://files.slack.com.evil/a")?));
+/// # Ok(()) }
 /// ```
 pub fn same_origin(a: &Uri, b: &Uri) -> bool {
     let a = Origin::of(a);

@@ -47,9 +47,11 @@ pub fn callback_data(action_id: &str, value: Option<&str>) -> Result<String, Ada
 ///
 /// ```
 /// use chat_telegram::keyboard::{callback_data, action_of};
-/// let data = callback_data("echo-again", Some("Hello")).unwrap();
+/// # fn main() -> Result<(), chat_core::AdapterError> {
+/// let data = callback_data("echo-again", Some("Hello"))?;
 /// assert_eq!(action_of(&data), ("echo-again", Some("Hello")));
 /// assert_eq!(action_of("plain"), ("plain", None));
+/// # Ok(()) }
 /// ```
 pub fn action_of(data: &str) -> (&str, Option<&str>) {
     match data.split_once(SEPARATOR) {

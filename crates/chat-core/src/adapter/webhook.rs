@@ -277,8 +277,8 @@ pub trait Webhook: Send + Sync + 'static {
 /// ```
 /// use chat_core::adapter::signature_tag;
 /// let mut headers = http::HeaderMap::new();
-/// headers.insert("x-hub-signature-256", "sha256=0aff".parse().unwrap());
-/// assert_eq!(signature_tag(&headers, "x-hub-signature-256", "sha256=").unwrap(), [0x0a, 0xff]);
+/// headers.insert("x-hub-signature-256", http::HeaderValue::from_static("sha256=0aff"));
+/// assert_eq!(signature_tag(&headers, "x-hub-signature-256", "sha256=").ok(), Some(vec![0x0a, 0xff]));
 /// assert!(signature_tag(&headers, "x-hub-signature-256", "sha1=").is_err());
 /// ```
 pub fn signature_tag(

@@ -463,8 +463,8 @@ mod tests {
     #[test]
     fn every_portable_reaction_name_is_one_of_githubs_eight() {
         for (name, r) in REACTIONS {
-            assert_eq!(reaction(name).unwrap(), r);
-            assert_eq!(reaction(&format!(":{name}:")).unwrap(), r);
+            assert_eq!(reaction(name).ok(), Some(r));
+            assert_eq!(reaction(&format!(":{name}:")).ok(), Some(r));
         }
         assert!(reaction("party_parrot").is_err());
     }
@@ -474,8 +474,8 @@ mod tests {
         let mut m = OutboundMessage::text("done");
         m.post_key = Some(PostKey::new(EventId::new("d1-guid"), 2, 1));
         assert_eq!(
-            render(&m).unwrap(),
-            "done\n\n<!-- chat-rs reply d1guid/2 -->"
+            render(&m).ok().as_deref(),
+            Some("done\n\n<!-- chat-rs reply d1guid/2 -->")
         );
         assert!(render(&OutboundMessage::text("  ")).is_err());
         assert!(render(&OutboundMessage::text("x".repeat(MAX_COMMENT_CHARS + 1))).is_err());
@@ -489,16 +489,16 @@ mod tests {
             id: "99".to_owned(),
         };
         assert_eq!(
-            comment_path(&issue).unwrap(),
-            "repos/octo/hello/issues/comments/99"
+            comment_path(&issue).ok().as_deref(),
+            Some("repos/octo/hello/issues/comments/99")
         );
         let review = MessageRef {
             thread: thread.clone(),
             id: "r99".to_owned(),
         };
         assert_eq!(
-            comment_path(&review).unwrap(),
-            "repos/octo/hello/pulls/comments/99"
+            comment_path(&review).ok().as_deref(),
+            Some("repos/octo/hello/pulls/comments/99")
         );
         let bad = MessageRef {
             thread,
