@@ -6,20 +6,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chat_core::StateError;
-use deadpool::managed::Pool;
 use redis::AsyncConnectionConfig;
 use redis::aio::ConnectionLike;
 
 use crate::RedisState;
-use crate::error::{from_pool, from_redis};
+use crate::error::from_redis;
 use crate::keys::Keys;
-use crate::pool::{ClusterManager, Pools, SingleManager};
+use crate::pool::{Connector, Pools};
 use crate::scripts::Scripts;
 
 /// The key prefix when none is given.
 pub const DEFAULT_PREFIX: &str = "chat";
-/// The pool size when none is given.
-pub const DEFAULT_POOL_SIZE: usize = 16;
+/// How many connections the calls share when not told (see
+/// [`RedisStateBuilder::pool_size`]).
+pub const DEFAULT_POOL_SIZE: usize = 1;
 /// The timeout of `admit` (the acknowledgement path) when none is given.
 ///
 /// The runtime answers the platform at its own `ack_timeout` (2.5 s) whatever the
@@ -77,7 +77,7 @@ pub(crate) fn redacted(url: &str) -> String {
 /// let state = RedisState::builder()
 ///     .url("redis://127.0.0.1:6379")
 ///     .prefix("mybot")
-///     .pool_size(32)
+///     .pool_size(2)
 ///     .ack_timeout(Duration::from_millis(800))
 ///     .build()
 ///     .await?;
@@ -130,17 +130,21 @@ impl RedisStateBuilder {
         self
     }
 
-    /// Most connections in the pool (default 16). Each connection pipelines
-    /// many concurrent calls, so a few go a long way.
+    /// How many connections the calls share (default 1). Every call takes
+    /// the next one in turn and sends on it at once, whatever is in flight:
+    /// concurrent calls go out together, and Redis reads and answers them in
+    /// one go, which is what keeps its CPU per call low. More connections
+    /// spread the calls thinner (docs/benchmarks.md measures 1, 4 and 16);
+    /// raise it only when one socket is measured to be the limit.
     pub fn pool_size(mut self, size: usize) -> Self {
         self.pool_size = size;
         self
     }
 
     /// The timeout of `admit`, the call on the acknowledgement path (default
-    /// 1 s). Past it `admit` answers [`StateError::Timeout`], so the delivery can
-    /// be answered in time for the platform to retry it. It includes the wait for
-    /// a pooled connection.
+    /// [`DEFAULT_ACK_TIMEOUT`]). Past it `admit` answers [`StateError::Timeout`],
+    /// so the delivery can be answered in time for the platform to retry it. It
+    /// includes making a connection when none is open.
     pub fn ack_timeout(mut self, timeout: Duration) -> Self {
         self.ack_timeout = timeout;
         self
@@ -179,25 +183,19 @@ impl RedisStateBuilder {
                 let config = AsyncConnectionConfig::new()
                     .set_connection_timeout(Some(self.timeout))
                     .set_response_timeout(None);
-                let inner = deadpool_redis::Manager::new_with_config(url.as_str(), config)
-                    .map_err(invalid)?;
-                let pool = Pool::builder(SingleManager { inner })
-                    .max_size(self.pool_size)
-                    .build()
-                    .map_err(|e| StateError::Backend(Box::new(e)))?;
-                (Pools::Single(pool), Vec::new())
+                let client = redis::Client::open(url.as_str()).map_err(invalid)?;
+                let connector = Connector::Single { client, config };
+                (Pools::new(connector, self.pool_size), Vec::new())
             }
             Target::Cluster(urls) => {
                 if urls.is_empty() {
                     return Err(StateError::InvalidRequest("no Redis Cluster URL given"));
                 }
-                let inner =
-                    deadpool_redis::cluster::Manager::new(urls.clone(), false).map_err(invalid)?;
-                let pool = Pool::builder(ClusterManager { inner })
-                    .max_size(self.pool_size)
-                    .build()
-                    .map_err(|e| StateError::Backend(Box::new(e)))?;
-                (Pools::Cluster(pool), urls.clone())
+                let client = redis::cluster::ClusterClient::new(urls.clone()).map_err(invalid)?;
+                (
+                    Pools::new(Connector::Cluster(client), self.pool_size),
+                    urls.clone(),
+                )
             }
         };
         let state = RedisState {
@@ -220,9 +218,9 @@ impl RedisState {
     async fn start(&self, cluster_nodes: &[String]) -> Result<(), StateError> {
         let mut conn = self
             .pools
-            .get()
+            .get(self.timeout)
             .await
-            .map_err(|e| from_pool(e, self.timeout))?;
+            .map_err(|e| from_redis(e, self.timeout))?;
         for script in self.scripts.all() {
             script
                 .load_async(&mut conn)

@@ -3,10 +3,9 @@
 use std::time::Duration;
 
 use chat_core::StateError;
-use deadpool::managed::PoolError;
 use redis::RedisError;
 
-/// Whether the connection that produced the error should leave the pool.
+/// Whether the connection that produced the error should leave its slot.
 pub(crate) fn breaks_connection(e: &RedisError) -> bool {
     e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() || e.is_timeout()
 }
@@ -25,15 +24,6 @@ pub(crate) fn from_redis(e: RedisError, timeout: Duration) -> StateError {
         StateError::Unavailable(Box::new(e))
     } else {
         StateError::Backend(Box::new(e))
-    }
-}
-
-/// A failure to get a connection from the pool.
-pub(crate) fn from_pool(e: PoolError<RedisError>, timeout: Duration) -> StateError {
-    match e {
-        PoolError::Backend(e) => from_redis(e, timeout),
-        PoolError::Timeout(_) => StateError::Timeout(timeout),
-        other => StateError::Unavailable(Box::new(other)),
     }
 }
 

@@ -19,9 +19,9 @@ use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, FromRedisValue, ScriptInvocation, Value};
 
 use crate::builder::RedisStateBuilder;
-use crate::error::{bad_reply, breaks_connection, from_pool, from_redis};
+use crate::error::{bad_reply, breaks_connection, from_redis};
 use crate::keys::{BUCKETS, Keys, ScopeKeys, hash_tag};
-use crate::pool::{Conn, Pools};
+use crate::pool::{Conn, Link, Pools};
 use crate::reply::{Reply, encode_event, ms};
 use crate::scripts::Scripts;
 
@@ -39,7 +39,7 @@ impl std::fmt::Debug for RedisState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisState")
             .field("cluster", &self.pools.is_cluster())
-            .field("pool_size", &self.pools.max_size())
+            .field("pool_size", &self.pools.size())
             .field("ack_timeout", &self.ack_timeout)
             .field("timeout", &self.timeout)
             .finish_non_exhaustive()
@@ -75,9 +75,13 @@ impl RedisState {
         Self::builder().cluster(urls).build().await
     }
 
-    /// A pooled connection.
+    /// A clone of one of the shared connections; a call still unanswered at
+    /// `timeout` with its connection silent meanwhile drops the connection.
     async fn conn(&self, timeout: Duration) -> Result<Conn, StateError> {
-        self.pools.get().await.map_err(|e| from_pool(e, timeout))
+        self.pools
+            .get(timeout)
+            .await
+            .map_err(|e| from_redis(e, timeout))
     }
 
     async fn eval(
@@ -146,8 +150,8 @@ impl RedisState {
         let timeout = self.timeout;
         within(timeout, async {
             let mut conn = self.conn(timeout).await?;
-            let r = match (&mut conn, node) {
-                (Conn::Cluster(c), Some((host, port))) => {
+            let r = match (conn.link(), node) {
+                (Link::Cluster(c), Some((host, port))) => {
                     let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
                         host: host.clone(),
                         port: *port,
@@ -185,10 +189,7 @@ impl RedisState {
                 } else {
                     "+inf".to_owned()
                 };
-                match &conn {
-                    Conn::Single(o) => read_buckets(&**o, &self.keys, &until, limit).await,
-                    Conn::Cluster(o) => read_buckets(&**o, &self.keys, &until, limit).await,
-                }
+                read_buckets(conn.link(), &self.keys, &until, limit).await
             }
             .await;
             settle(conn, r, timeout)
@@ -212,7 +213,7 @@ async fn within<T>(
 }
 
 /// A call's result; a connection that failed with a connection error leaves
-/// the pool, so the next call gets a fresh one.
+/// its slot, so the next call there makes a fresh one.
 fn settle<T>(conn: Conn, r: redis::RedisResult<T>, timeout: Duration) -> Result<T, StateError> {
     r.map_err(|e| {
         if breaks_connection(&e) {

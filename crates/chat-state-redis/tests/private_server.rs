@@ -349,3 +349,74 @@ async fn fences_keep_growing_when_the_fence_counter_is_lost() {
         first.fence()
     );
 }
+
+/// Concurrent calls go out on the shared connection: 64 admits at once open
+/// no connection beyond the one the backend made when it was built.
+#[tokio::test]
+async fn concurrent_calls_share_one_connection() {
+    let Some((server, state, _conn)) = private_server().await else {
+        return;
+    };
+    let connections = || {
+        server
+            .info("stats", "total_connections_received")
+            .unwrap_or_else(|e| panic!("INFO: {e}"))
+    };
+    let before = connections();
+    let admits = (0..64).map(|i| {
+        state.admit(request(
+            &format!("t{i}"),
+            &format!("e{i}"),
+            Concurrency::queue(),
+        ))
+    });
+    for a in futures_util::future::join_all(admits).await {
+        let a = a.unwrap_or_else(|e| panic!("admit: {e}"));
+        assert!(matches!(a.decision, Decision::Run(_)), "{:?}", a.decision);
+    }
+    // Each INFO is a connection of its own.
+    assert_eq!(
+        connections(),
+        before + 1,
+        "the admits opened connections of their own"
+    );
+}
+
+/// A connection on which nothing is answered until a call's timeout is
+/// stalled: it is replaced, and calls work again once the server does.
+#[tokio::test]
+async fn a_stalled_connection_is_replaced() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let state = RedisState::builder()
+        .url(server.url())
+        .timeout(Duration::from_millis(300))
+        .ack_timeout(Duration::from_millis(300))
+        .build()
+        .await
+        .unwrap_or_else(|e| panic!("backend: {e}"));
+    state
+        .admit(request("1", "a", Concurrency::queue()))
+        .await
+        .unwrap_or_else(|e| panic!("admit: {e}"));
+    let connections = || {
+        server
+            .info("stats", "total_connections_received")
+            .unwrap_or_else(|e| panic!("INFO: {e}"))
+    };
+    let before = connections();
+
+    server.stop().unwrap_or_else(|e| panic!("SIGSTOP: {e}"));
+    let r = state.admit(request("2", "b", Concurrency::queue())).await;
+    server.resume().unwrap_or_else(|e| panic!("SIGCONT: {e}"));
+    assert!(matches!(r, Err(StateError::Timeout(_))), "got {r:?}");
+
+    let a = state
+        .admit(request("3", "c", Concurrency::queue()))
+        .await
+        .unwrap_or_else(|e| panic!("admit after the stall: {e}"));
+    assert!(matches!(a.decision, Decision::Run(_)), "{:?}", a.decision);
+    // Each INFO is a connection of its own; the backend made one more.
+    assert_eq!(connections(), before + 2, "the stalled connection was kept");
+}
