@@ -79,6 +79,11 @@ pub struct RunArgs {
     /// Length of each message's text (the body is about 1 KB plus twice this).
     #[arg(long, default_value_t = 300)]
     pub text_bytes: usize,
+    /// When not 0: each text is `stream: w1 … wN`, which echo-bot answers by
+    /// streaming the N words (`ECHO_STREAM_DELAY_MS` apart) — a handler shaped
+    /// like an LLM's.
+    #[arg(long, default_value_t = 0)]
+    pub stream_words: usize,
     /// One request's timeout, in ms.
     #[arg(long, default_value_t = 10_000)]
     pub timeout_ms: u64,

@@ -85,6 +85,7 @@ pub async fn execute(args: RunArgs) -> io::Result<Report> {
             retry_share: args.retry_share,
             message_share: args.message_share,
             text_bytes: args.text_bytes,
+            stream_words: args.stream_words,
             ..Shape::default()
         },
         nonce,

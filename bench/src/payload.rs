@@ -30,6 +30,9 @@ pub struct Shape {
     pub message_share: f64,
     /// Length of the message text.
     pub text_bytes: usize,
+    /// When not 0, each text asks echo-bot to stream this many words
+    /// (`stream: w1 w2 …`) instead of asking a question of `text_bytes`.
+    pub stream_words: usize,
 }
 
 impl Default for Shape {
@@ -43,6 +46,7 @@ impl Default for Shape {
             retry_share: 0.0,
             message_share: 0.25,
             text_bytes: 300,
+            stream_words: 0,
         }
     }
 }
@@ -77,7 +81,14 @@ impl Deliveries {
         let ppm = |share: f64| (share.clamp(0.0, 1.0) * 1_000_000.0).round() as u64;
         let retry_ppm = ppm(shape.retry_share);
         let message_ppm = ppm(shape.message_share);
-        let filler = filler(shape.text_bytes);
+        let filler = if shape.stream_words > 0 {
+            (1..=shape.stream_words)
+                .map(|i| format!("w{i}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        } else {
+            filler(shape.text_bytes)
+        };
         Self {
             shape: Shape {
                 channels: shape.channels.max(1),
@@ -163,7 +174,11 @@ impl Deliveries {
             (h >> 20) & 0xfff,
             mix(h) & 0xffff_ffff_ffff
         );
-        let text = format!("question {event}: {}", self.filler);
+        let text = if s.stream_words > 0 {
+            format!("stream: {}", self.filler)
+        } else {
+            format!("question {event}: {}", self.filler)
+        };
         let mut b = String::with_capacity(1024 + 2 * text.len());
         let _ = write!(
             b,
@@ -291,6 +306,25 @@ mod tests {
             let text = v["event"]["text"].as_str().ok_or("no text")?;
             assert!(text.starts_with("<@U0BENCHBOT> "));
         }
+        Ok(())
+    }
+
+    #[test]
+    fn stream_words_ask_echo_bot_to_stream_that_many_words() -> TestResult {
+        let d = deliveries(Shape {
+            stream_words: 40,
+            ..Shape::default()
+        });
+        let v: serde_json::Value = serde_json::from_slice(&d.body(7))?;
+        let text = v["event"]["text"].as_str().ok_or("no text")?;
+        let words = text
+            .strip_prefix("<@U0BENCHBOT> stream: ")
+            .ok_or("no stream prefix")?;
+        assert_eq!(words.split(' ').count(), 40);
+        assert!(
+            words.starts_with("w1 w2 ") && words.ends_with(" w40"),
+            "{words}"
+        );
         Ok(())
     }
 

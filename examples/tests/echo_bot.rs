@@ -442,6 +442,17 @@ async fn a_burst_during_a_slow_handler_is_echoed_in_join_order_under_the_queue_s
     assert!(posts.iter().all(|p| p.body["thread_ts"] == ROOT_TS));
     wait_for_stats(&bot, &json!({"handler-ran": 3, "message-superseded": 2})).await;
     assert_eq!(fake.posts().len(), 3);
+    // One hand-over: the three that waited behind "one" started when it
+    // ended, without waiting for anything else (a second's handler delay).
+    let text = bot.get("/metrics").await.unwrap().body;
+    let slack = "platform=\"slack\"";
+    assert_eq!(
+        series(&text, "chat_handoff_duration_seconds_count", &[slack]),
+        Some(1.0),
+        "{text}"
+    );
+    let took = series(&text, "chat_handoff_duration_seconds_sum", &[slack]).unwrap();
+    assert!(took < 0.5, "the hand-over took {took} s");
     stop(bot).await;
 }
 

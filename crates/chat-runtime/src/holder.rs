@@ -158,6 +158,7 @@ impl Holder {
     /// the batch's outcomes are recorded once the acknowledgement landed, and
     /// discarded when the batch is another holder's now.
     async fn acknowledge(&self, held: &mut HeldLease, records: Records) -> AfterBatch {
+        let ended = Instant::now();
         let answer = self.finish(&held.lease).await;
         if held.lease.kind() == chat_core::LeaseKind::Slot {
             self.shared.slot_freed().notify_waiters();
@@ -169,6 +170,7 @@ impl Holder {
                 self.shared.hold(&held.lease);
                 let mut next = Records::default();
                 let items = self.plan(batch, &mut next);
+                crate::telemetry::handed_over(self.adapter.platform(), ended.elapsed());
                 AfterBatch::Batch(items, next)
             }
             Ok((Handoff::Wait(d), sent)) => {

@@ -44,6 +44,9 @@ pub const HANDLER_SECONDS: &str = "chat_handler_duration_seconds";
 /// Time from reception to the handler's start (queue, debounce, burst and
 /// slot waits included), by platform.
 pub const WAIT_SECONDS: &str = "chat_wait_duration_seconds";
+/// From the end of a holder's batch to the start of the next batch `finish`
+/// handed it (what waited behind a running handler), by platform.
+pub const HANDOFF_SECONDS: &str = "chat_handoff_duration_seconds";
 /// How long a cancelled handler took to return, by platform.
 pub const CANCEL_SECONDS: &str = "chat_cancel_duration_seconds";
 /// Detached runs in use (each holds a place of `max_detached`).
@@ -86,6 +89,11 @@ pub(crate) fn describe() {
     describe_counter!(OUTCOMES, "Outcomes, by platform, outcome and reason");
     describe_histogram!(HANDLER_SECONDS, Unit::Seconds, "Handler run time");
     describe_histogram!(WAIT_SECONDS, Unit::Seconds, "Reception to handler start");
+    describe_histogram!(
+        HANDOFF_SECONDS,
+        Unit::Seconds,
+        "End of a batch to the start of the next one handed over"
+    );
     describe_histogram!(
         CANCEL_SECONDS,
         Unit::Seconds,
@@ -142,6 +150,12 @@ pub(crate) fn outcome(
 pub(crate) fn run_started(platform: Platform, waited: Duration) {
     ::metrics::histogram!(WAIT_SECONDS, "platform" => platform.as_str())
         .record(waited.as_secs_f64());
+}
+
+/// A holder's next batch starts `took` after its previous batch ended.
+pub(crate) fn handed_over(platform: Platform, took: Duration) {
+    ::metrics::histogram!(HANDOFF_SECONDS, "platform" => platform.as_str())
+        .record(took.as_secs_f64());
 }
 
 /// One place of `max_detached` taken (`+1`) or given back (`-1`).

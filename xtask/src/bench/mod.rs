@@ -67,6 +67,9 @@ scenarios (default: all):
   micro        divan micro-benchmarks: verify+parse, memory admit, Redis admit
   state-bytes  what each delivery leaves in Redis and in the memory backend
   reply        the reply path: the echo handler posting one reply, vs the no-op
+  ai           2,000 conversations streaming 40 words over ~4 s each, follow-ups
+               queued behind them (Redis, deferred): ack p99, RSS and CPU per
+               conversation, renewals, hand-over latency
 
   --quick      a couple of seconds per load: a smoke run, not a measurement
 
@@ -75,7 +78,7 @@ environment:
                        (another commit's release build: before/after figures)
   BENCH_LOADGEN=PATH   likewise, another load generator binary";
 
-const SCENARIOS: [&str; 8] = [
+const SCENARIOS: [&str; 9] = [
     "backends",
     "dispatch",
     "strategies",
@@ -84,6 +87,7 @@ const SCENARIOS: [&str; 8] = [
     "micro",
     "state-bytes",
     "reply",
+    "ai",
 ];
 
 /// The signing secret and bot user shared by echo-bot and the load generator.
@@ -96,6 +100,13 @@ const TARGET_MEMORY_P99_MS: f64 = 5.0;
 const TARGET_REDIS_RATE: f64 = 8_000.0;
 const TARGET_REDIS_P99_MS: f64 = 10.0;
 const TARGET_FLOOD_GROWTH_MIB: f64 = 64.0;
+/// The AI-shaped load: conversations open at once, words streamed per answer
+/// (`ECHO_STREAM_DELAY_MS` apart), and its targets.
+const AI_CONVERSATIONS: u64 = 2_000;
+const AI_WORDS: u64 = 40;
+const AI_WORD_MS: u64 = 100;
+const TARGET_AI_P99_MS: f64 = 50.0;
+const TARGET_AI_RSS_KIB: f64 = 64.0;
 /// One rate both backends are compared at.
 const COMMON_RATE: f64 = 4_000.0;
 
@@ -146,6 +157,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             "micro" => bench.micro(),
             "state-bytes" => bench.state_bytes(),
             "reply" => bench.reply(),
+            "ai" => bench.ai(),
             _ => Err(format!("unknown scenario {s}")),
         };
         match result {

@@ -46,6 +46,23 @@ pub(super) struct Run {
     /// Another server in echo-bot's place (program and arguments), given the
     /// same environment: the TypeScript SDK's bot of the `reply` scenario.
     pub(super) server: Option<Vec<String>>,
+    /// The bot on core 1 and the load generator on core 0 (`taskset`), when
+    /// the machine has two cores and `taskset`; otherwise unpinned, and the
+    /// report says so.
+    pub(super) pinned: bool,
+}
+
+/// `taskset -c <core>` when a run is pinned and pinning is possible.
+fn pin(pinned: bool, core: u32) -> Option<Vec<String>> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let taskset = Command::new("taskset")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    (pinned && cores >= 2 && taskset)
+        .then(|| vec!["taskset".to_owned(), "-c".to_owned(), core.to_string()])
 }
 
 pub(super) struct Bench {
@@ -72,7 +89,7 @@ impl Bench {
             .any(|s| !matches!(*s, "micro" | "state-bytes"));
         let needs_redis = chosen
             .iter()
-            .any(|s| matches!(*s, "backends" | "redis-calls" | "micro"));
+            .any(|s| matches!(*s, "backends" | "redis-calls" | "micro" | "ai"));
         let bin = target_dir().join("release");
         if needs_load {
             println!("bench: building echo-bot and loadgen (release)");
@@ -247,10 +264,16 @@ impl Bench {
         // before/after figures measured in one session.
         let echo_bot = std::env::var_os("BENCH_ECHO_BOT")
             .map_or_else(|| self.bin.join("echo-bot"), PathBuf::from);
-        let mut c = match run.server.as_deref() {
-            Some([program, args @ ..]) => {
+        let bot_pin = pin(run.pinned, 1);
+        let mut c = match (run.server.as_deref(), &bot_pin) {
+            (Some([program, args @ ..]), _) => {
                 let mut c = Command::new(program);
                 c.args(args);
+                c
+            }
+            (_, Some(taskset)) => {
+                let mut c = Command::new(&taskset[0]);
+                c.args(&taskset[1..]).arg(echo_bot);
                 c
             }
             _ => Command::new(echo_bot),
@@ -293,7 +316,14 @@ impl Bench {
         // BENCH_LOADGEN: another build of the load generator, likewise.
         let loadgen = std::env::var_os("BENCH_LOADGEN")
             .map_or_else(|| self.bin.join("loadgen"), PathBuf::from);
-        let mut l = Command::new(loadgen);
+        let mut l = match pin(run.pinned, 0) {
+            Some(taskset) => {
+                let mut l = Command::new(&taskset[0]);
+                l.args(&taskset[1..]).arg(loadgen);
+                l
+            }
+            None => Command::new(loadgen),
+        };
         l.arg("run")
             .args(["--url", &format!("http://127.0.0.1:{port}/webhooks/slack")])
             .args(["--pid", &pid.to_string()])
@@ -316,12 +346,33 @@ impl Bench {
         };
         // The bot's own view of its ack latency, before it stops: what it
         // spent, apart from the time a request waited to be read.
-        let server_ack = run
-            .server
-            .is_none()
-            .then(|| scrape(port))
-            .flatten()
-            .and_then(|text| histogram_quantile(&text, "chat_ack_duration_seconds", 0.99));
+        let metrics = run.server.is_none().then(|| scrape(port)).flatten();
+        let server_ack = metrics
+            .as_deref()
+            .and_then(|text| histogram_quantile(text, "chat_ack_duration_seconds", 0.99));
+        // Hand-overs (what waited behind a running handler) and lease renewals.
+        let mut from_metrics = Vec::new();
+        if let Some(text) = metrics.as_deref() {
+            for (key, q) in [("handoff_p50_s_le", 0.5), ("handoff_p99_s_le", 0.99)] {
+                if let Some(v) = histogram_quantile(text, "chat_handoff_duration_seconds", q) {
+                    from_metrics.push((key, v));
+                }
+            }
+            for (key, name) in [
+                ("handoffs", "chat_handoff_duration_seconds_count{"),
+                (
+                    "renewals",
+                    "chat_state_call_duration_seconds_count{op=\"renew\"",
+                ),
+            ] {
+                let n: f64 = text
+                    .lines()
+                    .filter(|l| l.starts_with(name))
+                    .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+                    .fold(0.0, |a, b| a + b);
+                from_metrics.push((key, n));
+            }
+        }
         let pg_cpu = postgres.map(pg_cpu_secs);
         let redis_after = redis_bytes(run.backend);
         drop(child);
@@ -361,6 +412,10 @@ impl Bench {
         let _ = writeln!(self.results, "{line}");
         let mut figures: Figures = serde_json::from_str(line)
             .map_err(|e| format!("loadgen's JSON line for {}: {e}", run.label))?;
+        figures.insert("pinned".to_owned(), Value::Bool(bot_pin.is_some()));
+        for (key, v) in from_metrics {
+            figures.insert(key.to_owned(), Value::from(v));
+        }
         // CPU per delivery of the other two processes on the machine.
         let sent = fl(&figures, "sent").max(1.0);
         if let Some(cpu) = fake_cpu {
