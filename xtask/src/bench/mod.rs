@@ -100,6 +100,10 @@ const TARGET_MEMORY_P99_MS: f64 = 5.0;
 const TARGET_REDIS_RATE: f64 = 8_000.0;
 const TARGET_REDIS_P99_MS: f64 = 10.0;
 const TARGET_FLOOD_GROWTH_MIB: f64 = 64.0;
+/// The reply path: bot CPU with one reply per event over the no-op's, and
+/// deliveries/s over the TypeScript Chat SDK's on the same load.
+const TARGET_REPLY_CPU_RATIO: f64 = 1.8;
+const TARGET_SDK_RATIO: f64 = 30.0;
 /// The AI-shaped load: conversations open at once, words streamed per answer
 /// (`ECHO_STREAM_DELAY_MS` apart), and its targets.
 const AI_CONVERSATIONS: u64 = 2_000;

@@ -47,8 +47,12 @@ end
 -- keeps fences growing across grants on a scope even after its keys are gone;
 -- the time floor keeps them growing if the counter itself is ever lost.
 local function next_fence(fence_key, us)
-  local fence = math.max(tonumber(redis.call('GET', fence_key) or '0') + 1, us)
-  local f = int(fence)
+  -- One call in the common case: the clock is past the last fence.
+  local last = tonumber(redis.call('SET', fence_key, int(us), 'GET') or '0')
+  if last < us then
+    return int(us)
+  end
+  local f = int(last + 1)
   redis.call('SET', fence_key, f)
   return f
 end
@@ -80,6 +84,7 @@ end
 -- Keeps the scope in its bucket's orphan index while work needs a holder,
 -- scored with the time its lease lapses (now when nobody holds it), so a sweep
 -- reads only scopes whose holder may be gone. Out of the index otherwise.
+-- `now` may be left out: the clock is read only when it is needed.
 local function reindex(index, member, lease, working, now)
   if not working then
     redis.call('ZREM', index, member)
@@ -89,7 +94,7 @@ local function reindex(index, member, lease, working, now)
   if ttl < 0 then
     ttl = 0
   end
-  redis.call('ZADD', index, now + ttl, member)
+  redis.call('ZADD', index, (now or clock()) + ttl, member)
 end
 
 -- Dedupe marks. Each mark would cost a key of its own (over 200 bytes of
@@ -156,11 +161,9 @@ end
 -- finished reply when the event stops here ({'replay', subscribed, recorded}
 -- for a repeat of the same request), else nil; and the subscription bit.
 local function gate(mark_name, mark_ttl, subscription, waiting_threads, thread, gate_mode, rid, sub_ttl)
-  local subscribed = redis.call('EXISTS', subscription)
-  if subscribed == 1 then
-    -- Activity keeps a subscription alive.
-    redis.call('PEXPIRE', subscription, sub_ttl)
-  end
+  -- Activity keeps a subscription alive: PEXPIRE renews it and answers
+  -- whether there is one (1), in one call.
+  local subscribed = redis.call('PEXPIRE', subscription, sub_ttl)
   local by, recorded = find_mark(mark_name, tonumber(mark_ttl), clock())
   if by then
     if by == request_digest(rid) then

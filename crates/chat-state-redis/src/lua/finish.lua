@@ -31,7 +31,6 @@ local lease, index, run, items = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local queue, pending, burst, meta, outbox = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local ack, threads = KEYS[10], KEYS[11]
 local tok, seq, ttl, member = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
-local now = clock()
 local r = redis.call('HMGET', run, 'o', 's')
 local own = r[1] == tok and tonumber(r[2]) == seq
 local l = redis.call('HMGET', lease, 'tok', 's')
@@ -40,7 +39,7 @@ if l[1] ~= tok then
   if own then
     redis.call('DEL', run, items)
     remember_ack(ack, ttl)
-    reindex(index, member, lease, has_work(queue, pending, burst, run, outbox), now)
+    reindex(index, member, lease, has_work(queue, pending, burst, run, outbox))
     return {'released'}
   end
   if was_acked(ack) then
@@ -53,7 +52,7 @@ if held == seq + 1 then
   if r[1] == tok and tonumber(r[2]) == seq + 1 then
     -- The same batch again, and the same extension the first answer gave.
     redis.call('PEXPIRE', lease, ttl)
-    reindex(index, member, lease, true, now)
+    reindex(index, member, lease, true)
     return handed(run, items)
   end
   return {'lost'}
@@ -62,19 +61,25 @@ if held ~= seq then
   return {'lost'}
 end
 
-if own then
-  redis.call('DEL', run, items)
-end
 remember_ack(ack, ttl)
 local next_seq = int(seq + 1)
 
--- The common case: nothing left to hand over, the lease goes.
-if (own or redis.call('EXISTS', run) == 0)
-  and redis.call('EXISTS', queue, pending, burst, outbox) == 0 then
-  redis.call('DEL', lease, threads, meta)
-  reindex(index, member, lease, false, now)
+-- The common case: its own batch done and nothing left to hand over: the
+-- batch and the lease go together.
+local waiting = redis.call('EXISTS', queue, pending, burst, outbox) > 0
+if own and not waiting then
+  redis.call('DEL', run, items, lease, threads, meta)
+  reindex(index, member, lease, false)
   return {'released'}
 end
+if own then
+  redis.call('DEL', run, items)
+elseif not waiting and redis.call('EXISTS', run) == 0 then
+  redis.call('DEL', lease, threads, meta)
+  reindex(index, member, lease, false)
+  return {'released'}
+end
+local now = clock()
 redis.call('PEXPIRE', lease, ttl)
 
 if not own and redis.call('EXISTS', run) == 1 then
