@@ -680,10 +680,12 @@ impl Bench {
                 "\n- pair {}: bot CPU per delivery no-op {noop:.1} µs, with the reply {reply:.1} µs: {cpu:.2}×; {} deliveries/s with the reply{}",
                 pair + 1,
                 group(*rate),
-                sides.get(pair).map_or_else(String::new, |(side, _, sdk)| format!(
-                    "; the TypeScript SDK {} deliveries/s: {side:.1}×",
-                    group(*sdk)
-                )),
+                sides
+                    .get(pair)
+                    .map_or_else(String::new, |(side, _, sdk)| format!(
+                        "; the TypeScript SDK {} deliveries/s: {side:.1}×",
+                        group(*sdk)
+                    )),
             );
         }
         let Some((&(cpu, _, _, _, rates), spread)) = median(&mut measured, |m| m.0) else {
