@@ -99,9 +99,9 @@ struct Slot {
     /// make one connection between them.
     connecting: tokio::sync::Mutex<()>,
     generation: AtomicU64,
-    /// When a reply last arrived on the live connection (ms since the pool's
+    /// When a reply last arrived on the live connection (µs since the pool's
     /// start).
-    last_reply_ms: AtomicU64,
+    last_reply_us: AtomicU64,
 }
 
 impl Slot {
@@ -140,7 +140,7 @@ impl Pools {
                     live: Mutex::new(None),
                     connecting: tokio::sync::Mutex::new(()),
                     generation: AtomicU64::new(0),
-                    last_reply_ms: AtomicU64::new(0),
+                    last_reply_us: AtomicU64::new(0),
                 })
             })
             .collect();
@@ -164,10 +164,9 @@ impl Pools {
         let (generation, link) = match slot.live() {
             Some(live) => live,
             None => {
-                self.waiting.fetch_add(1, Ordering::Relaxed);
-                let made = self.connect(slot).await;
-                self.waiting.fetch_sub(1, Ordering::Relaxed);
-                made?
+                // Counted while waiting, also when the caller gives up.
+                let _waiting = Counted::new(&self.waiting);
+                self.connect(slot).await?
             }
         };
         let in_flight = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
@@ -192,8 +191,8 @@ impl Pools {
         }
         let link = self.connector.connect().await?;
         let generation = slot.generation.fetch_add(1, Ordering::Relaxed) + 1;
-        slot.last_reply_ms
-            .store(millis(self.start.elapsed()), Ordering::Relaxed);
+        slot.last_reply_us
+            .store(micros(self.start.elapsed()), Ordering::Relaxed);
         *slot.live.lock().unwrap_or_else(PoisonError::into_inner) =
             Some((generation, link.clone()));
         Ok((generation, link))
@@ -209,8 +208,24 @@ impl Pools {
     }
 }
 
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// One more in a count for as long as it lives.
+struct Counted<'a>(&'a AtomicUsize);
+
+impl<'a> Counted<'a> {
+    fn new(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count)
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A call's clone of a shared connection.
@@ -241,11 +256,17 @@ impl Conn {
     fn replied<T>(&mut self, r: &RedisResult<T>) {
         let broke = r.as_ref().err().is_some_and(breaks_connection);
         if !broke {
-            self.answered = true;
-            self.slot
-                .last_reply_ms
-                .store(millis(self.start.elapsed()), Ordering::Relaxed);
+            self.answered();
         }
+    }
+
+    /// Records that an answer arrived on the connection (also for calls made
+    /// on clones of [`Conn::link`]).
+    pub(crate) fn answered(&mut self) {
+        self.answered = true;
+        self.slot
+            .last_reply_us
+            .store(micros(self.start.elapsed()), Ordering::Relaxed);
     }
 }
 
@@ -259,8 +280,8 @@ impl Drop for Conn {
         if self.answered || self.sent.elapsed() < self.stall_after / 2 {
             return;
         }
-        let sent_ms = millis(self.sent.duration_since(self.start));
-        if self.slot.last_reply_ms.load(Ordering::Relaxed) <= sent_ms {
+        let sent_us = micros(self.sent.duration_since(self.start));
+        if self.slot.last_reply_us.load(Ordering::Relaxed) < sent_us {
             self.slot.discard(self.generation);
         }
     }

@@ -214,13 +214,22 @@ async fn within<T>(
 
 /// A call's result; a connection that failed with a connection error leaves
 /// its slot, so the next call there makes a fresh one.
-fn settle<T>(conn: Conn, r: redis::RedisResult<T>, timeout: Duration) -> Result<T, StateError> {
-    r.map_err(|e| {
-        if breaks_connection(&e) {
-            conn.discard();
+fn settle<T>(mut conn: Conn, r: redis::RedisResult<T>, timeout: Duration) -> Result<T, StateError> {
+    match r {
+        Ok(v) => {
+            conn.answered();
+            Ok(v)
         }
-        from_redis(e, timeout)
-    })
+        Err(e) => {
+            if breaks_connection(&e) {
+                conn.discard();
+            } else {
+                // The server's own error is an answer too.
+                conn.answered();
+            }
+            Err(from_redis(e, timeout))
+        }
+    }
 }
 
 /// Reads every bucket's orphan index on clones of one connection; the requests
