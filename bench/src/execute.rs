@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::cli::RunArgs;
@@ -101,7 +103,25 @@ pub async fn execute(args: RunArgs) -> io::Result<Report> {
         warmup,
         timeout: Duration::from_millis(args.timeout_ms.clamp(1, 600_000)),
     };
+    // The most the bot has in flight at once, polled while the load runs.
+    let peak = Arc::new(AtomicU64::new(0));
+    let poller = (!args.no_stats).then(|| {
+        let (addr, host, path) = (target.addr, target.host.clone(), args.stats_path.clone());
+        let peak = Arc::clone(&peak);
+        tokio::spawn(async move {
+            loop {
+                if let Ok(s) = probe::bot_stats(addr, &host, &path).await {
+                    peak.fetch_max(s.in_flight, Ordering::Relaxed);
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        })
+    });
     let measured = run::run(plan, deliveries).await;
+    let in_flight_max = poller.map(|p| {
+        p.abort();
+        peak.load(Ordering::Relaxed)
+    });
     let loadgen_cpu = match (own_cpu_before, probe::cpu_time(std::process::id()).ok()) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
@@ -155,6 +175,7 @@ pub async fn execute(args: RunArgs) -> io::Result<Report> {
         args,
         measured,
         bot,
+        in_flight_max,
         rss,
         commandstats,
         monitor,

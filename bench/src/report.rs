@@ -18,6 +18,9 @@ pub struct Report {
     pub measured: Measured,
     /// The bot's stats difference over the run, and whether it settled.
     pub bot: Option<(BotStats, bool)>,
+    /// The most work the bot had in flight at once (its `/stats`, read every
+    /// 500 ms while the load ran).
+    pub in_flight_max: Option<u64>,
     /// The server's memory.
     pub rss: Option<Rss>,
     /// `INFO commandstats` difference (command → calls, script calls included).
@@ -111,6 +114,9 @@ impl Report {
             put(&format!("status_{s}"), json!(n));
         }
         put("acked", json!(m.acknowledged()));
+        if let Some(n) = self.in_flight_max {
+            put("in_flight_max", json!(n));
+        }
         if let Some((bot, settled)) = &self.bot {
             put("handler_runs", json!(bot.handler_runs));
             put("outcomes_total", json!(bot.total()));

@@ -28,9 +28,11 @@ use tokio::time::Instant;
 
 use crate::error::breaks_connection;
 
-/// Gauge: calls in flight on the shared connections, sampled at each call.
+/// Gauge: calls in flight on the shared connections, set as each starts and
+/// ends.
 pub(crate) const POOL_IN_USE: &str = "chat_redis_pool_in_use";
-/// Gauge: calls waiting for a connection to be made, sampled at each call.
+/// Gauge: calls waiting for a connection to be made, set as each starts and
+/// stops waiting.
 pub(crate) const POOL_WAITING: &str = "chat_redis_pool_waiting";
 
 /// How to make a connection.
@@ -171,7 +173,6 @@ impl Pools {
         };
         let in_flight = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
         metrics::gauge!(POOL_IN_USE).set(in_flight as f64);
-        metrics::gauge!(POOL_WAITING).set(self.waiting.load(Ordering::Relaxed) as f64);
         Ok(Conn {
             link,
             slot: Arc::clone(slot),
@@ -217,14 +218,16 @@ struct Counted<'a>(&'a AtomicUsize);
 
 impl<'a> Counted<'a> {
     fn new(count: &'a AtomicUsize) -> Self {
-        count.fetch_add(1, Ordering::Relaxed);
+        let n = count.fetch_add(1, Ordering::Relaxed) + 1;
+        metrics::gauge!(POOL_WAITING).set(n as f64);
         Self(count)
     }
 }
 
 impl Drop for Counted<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        let n = self.0.fetch_sub(1, Ordering::Relaxed).saturating_sub(1);
+        metrics::gauge!(POOL_WAITING).set(n as f64);
     }
 }
 
@@ -272,7 +275,11 @@ impl Conn {
 
 impl Drop for Conn {
     fn drop(&mut self) {
-        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        let in_flight = self
+            .in_flight
+            .fetch_sub(1, Ordering::Relaxed)
+            .saturating_sub(1);
+        metrics::gauge!(POOL_IN_USE).set(in_flight as f64);
         // Abandoned at its timeout (its timer started just before the call
         // took the connection: half of it is the threshold), or cancelled that
         // late: if nothing was answered on the connection since this call was

@@ -52,8 +52,8 @@ impl RedisState {
         RedisStateBuilder::default()
     }
 
-    /// Connects to one server with the defaults (prefix `chat`, 16 connections,
-    /// 1 s for `admit`, 5 s for the rest).
+    /// Connects to one server with the defaults (prefix `chat`, one shared
+    /// connection, 5 s for `admit` and for the rest).
     ///
     /// # Errors
     ///
