@@ -355,9 +355,9 @@ impl Bench {
     /// while a handler streams (queue), deferred dispatch on Redis.
     pub(super) fn ai(&mut self) -> Result<String, String> {
         let run_secs = (AI_WORDS * AI_WORD_MS) as f64 / 1000.0;
-        // A new event in each thread a little faster than a handler ends,
-        // so the threads stay busy and most events wait behind a run.
-        let rate = AI_CONVERSATIONS as f64 / (run_secs * 0.8);
+        // A new event in each thread every half a run, so nearly every
+        // thread is busy at any instant and most events wait behind a run.
+        let rate = AI_CONVERSATIONS as f64 / (run_secs * 0.5);
         let full = 40.0;
         let (load, limit) = self.load(
             Some(rate.round()),
