@@ -7,6 +7,7 @@
 //! use chat_core::{Event, EventKind, OtherEvent, Platform, ThreadRef};
 //! use chat_slack::events::AssistantThread;
 //!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let data = serde_json::json!({
 //!     "type": "assistant_thread_started",
 //!     "assistant_thread": {
@@ -16,9 +17,10 @@
 //! });
 //! let event = Event::new("Ev1", "Ev1", ThreadRef::new(Platform::SLACK, "T1", "D1", "1729999327.187299"),
 //!     EventKind::Other(OtherEvent::new("assistant_thread_started", data)));
-//! let started = AssistantThread::of(&event).unwrap();
+//! let started = AssistantThread::of(&event).ok_or("not an assistant thread")?;
 //! assert_eq!(started.user_id, "U1");
 //! assert_eq!(started.context.channel_id.as_deref(), Some("C7"));
+//! # Ok(()) }
 //! ```
 
 use chat_core::{Event, EventKind, Handle, Reply};

@@ -49,13 +49,15 @@ impl Status {
     /// use chat_whatsapp::{STATUS_EVENT, Status, WHATSAPP};
     /// use serde_json::json;
     ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let failed = json!({"id": "wamid.1", "status": "failed", "recipient_id": "16505551234",
     ///     "errors": [{"code": 131047, "title": "Re-engagement message"}]});
     /// let event = Event::new("s", "s", ThreadRef::new(WHATSAPP, "1", "16505551234", ""),
     ///     EventKind::Other(OtherEvent::new(STATUS_EVENT, failed)));
-    /// let status = Status::of(&event).unwrap();
+    /// let status = Status::of(&event).ok_or("not a status")?;
     /// assert_eq!(status.status, "failed");
     /// assert!(status.window_closed());
+    /// # Ok(()) }
     /// ```
     pub fn of(event: &Event) -> Option<Self> {
         match &event.kind {
