@@ -52,6 +52,29 @@ pub(super) struct Run {
     pub(super) pinned: bool,
 }
 
+/// Finished loads: label, backend and figures of each.
+pub(super) type Done = Vec<(String, Backend, Figures)>;
+
+impl Run {
+    /// A load of echo-bot's own with `env`, unpinned.
+    pub(super) fn bot(
+        label: &str,
+        backend: Backend,
+        env: Vec<(&'static str, String)>,
+        (load, limit): (Vec<String>, Duration),
+    ) -> Self {
+        Self {
+            label: label.to_owned(),
+            backend,
+            env,
+            load,
+            limit,
+            server: None,
+            pinned: false,
+        }
+    }
+}
+
 /// `taskset -c <core>` when a run is pinned and pinning is possible.
 fn pin(pinned: bool, core: u32) -> Option<Vec<String>> {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
@@ -480,7 +503,24 @@ impl Bench {
         Ok(figures)
     }
 
-    pub(super) fn runs(&mut self, runs: &[Run]) -> Result<Vec<(String, Backend, Figures)>, String> {
+    /// One load, or `None` with the section `t` saying it was skipped (its
+    /// backend's server is missing).
+    pub(super) fn single(
+        &mut self,
+        run: &Run,
+        t: &mut String,
+    ) -> Result<Option<(Done, Figures)>, String> {
+        let done = self.runs(std::slice::from_ref(run))?;
+        match done.first().map(|(_, _, f)| f.clone()) {
+            Some(f) => Ok(Some((done, f))),
+            None => {
+                t.push_str("skipped: no redis-server\n");
+                Ok(None)
+            }
+        }
+    }
+
+    pub(super) fn runs(&mut self, runs: &[Run]) -> Result<Done, String> {
         let mut done = Vec::new();
         for r in runs {
             if r.backend == Backend::Redis && self.redis.is_none() {

@@ -374,28 +374,24 @@ impl Bench {
             ],
         );
         let (duration, _) = self.secs(full);
-        let run = Run {
-            label: "ai".to_owned(),
-            backend: Backend::Redis,
-            env: vec![
+        let run = Run::bot(
+            "ai",
+            Backend::Redis,
+            vec![
                 ("CHAT_DISPATCH", s("deferred")),
                 ("CHAT_CONCURRENCY", s("queue")),
                 ("CHAT_MAX_DETACHED", s(4 * AI_CONVERSATIONS)),
                 ("ECHO_STREAM_DELAY_MS", s(AI_WORD_MS)),
             ],
-            load,
-            limit,
-            server: None,
-            pinned: false,
-        };
-        let done = self.runs(std::slice::from_ref(&run))?;
+            (load, limit),
+        );
         let mut t = format!(
             "## ai: {AI_CONVERSATIONS} conversations streaming {AI_WORDS} words over ~{run_secs:.0} s each, follow-ups queued behind them ({rate:.0}/s for {duration:.0} s; Redis, deferred, queue)\n\n"
         );
-        let Some((_, _, f)) = done.first() else {
-            t.push_str("skipped: no redis-server\n");
+        let Some((done, f)) = self.single(&run, &mut t)? else {
             return Ok(t);
         };
+        let f = &f;
         t.push_str(&latency_table(&done));
         t.push('\n');
         t.push_str(&outcome_table(&done));
@@ -471,26 +467,22 @@ impl Bench {
             15.0,
             &["--connections", "32", "--threads", "0", "--redis-monitor"],
         );
-        let run = Run {
-            label: "redis-calls".to_owned(),
-            backend: Backend::Redis,
-            env: vec![
+        let run = Run::bot(
+            "redis-calls",
+            Backend::Redis,
+            vec![
                 ("CHAT_DISPATCH", s("deferred")),
                 ("CHAT_CONCURRENCY", s("queue")),
             ],
-            load,
-            limit,
-            server: None,
-            pinned: false,
-        };
-        let done = self.runs(std::slice::from_ref(&run))?;
+            (load, limit),
+        );
         let mut t = format!(
             "## redis-calls: Redis commands per delivery (deferred, queue, {rate:.0}/s, every event its own thread: one handler run per delivery)\n\n"
         );
-        let Some((_, _, f)) = done.first() else {
-            t.push_str("skipped: no redis-server\n");
+        let Some((_, f)) = self.single(&run, &mut t)? else {
             return Ok(t);
         };
+        let f = &f;
         let n = fl(f, "redis_deliveries").max(1.0);
         let _ = writeln!(
             t,
