@@ -99,6 +99,8 @@ const TARGET_MEMORY_RATE: f64 = 20_000.0;
 const TARGET_MEMORY_P99_MS: f64 = 5.0;
 const TARGET_REDIS_RATE: f64 = 8_000.0;
 const TARGET_REDIS_P99_MS: f64 = 10.0;
+/// Redis's own CPU per delivery (`INFO cpu`).
+const TARGET_REDIS_CPU_US: f64 = 60.0;
 const TARGET_FLOOD_GROWTH_MIB: f64 = 64.0;
 /// The reply path: bot CPU with one reply per event over the no-op's, and
 /// deliveries/s over the TypeScript Chat SDK's on the same load.

@@ -164,6 +164,15 @@ impl Bench {
                 num(f, "redis_cmdstat_all_per_delivery", 2),
                 num(f, "redis_cpu_us_per_delivery", 1)
             );
+            let _ = writeln!(
+                t,
+                "- target Redis CPU ≤ {TARGET_REDIS_CPU_US} µs per delivery (at the max rate, the no-op handler): {}",
+                below(
+                    fl(f, "redis_cpu_us_per_delivery"),
+                    TARGET_REDIS_CPU_US,
+                    " µs"
+                )
+            );
         }
         if let Some((f, spread)) = median_run(&done, "redis-at-half", "ack_p99_ms") {
             let _ = writeln!(
