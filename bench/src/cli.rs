@@ -1,7 +1,6 @@
 //! The command line: `loadgen run` and `loadgen fake-slack`.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -110,9 +109,6 @@ pub struct RunArgs {
     /// (it costs Redis throughput: use it at moderate rates).
     #[arg(long)]
     pub redis_monitor: bool,
-    /// chat-state-redis's Lua scripts, to name each `EVALSHA`.
-    #[arg(long, default_value_os_t = default_lua_dir())]
-    pub lua_dir: PathBuf,
     /// A name for this run in the report.
     #[arg(long, default_value = "")]
     pub label: String,
@@ -128,13 +124,6 @@ pub struct FakeSlackArgs {
     /// Exit after this many seconds.
     #[arg(long, default_value_t = 3600)]
     pub lifetime_secs: u64,
-}
-
-fn default_lua_dir() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../crates/chat-state-redis/src/lua"
-    ))
 }
 
 #[cfg(test)]

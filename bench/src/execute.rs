@@ -1,6 +1,5 @@
 //! One run: the load, and the probes around it.
 
-use std::collections::BTreeMap;
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,23 +41,9 @@ pub async fn execute(args: RunArgs) -> io::Result<Report> {
     } else {
         Some(probe::bot_stats(target.addr, &target.host, &args.stats_path).await?)
     };
-    let names = if args.redis_monitor {
-        match probe::script_names(&args.lua_dir) {
-            Ok(n) => n,
-            Err(e) => {
-                notes.push(format!(
-                    "scripts in {} not read ({e}): EVALSHAs are named by SHA",
-                    args.lua_dir.display()
-                ));
-                BTreeMap::new()
-            }
-        }
-    } else {
-        BTreeMap::new()
-    };
     let monitor_limit = duration + settle_for + Duration::from_secs(60);
     let monitor = match (redis, args.redis_monitor) {
-        (Some(addr), true) => Some(Monitor::start(addr, names, monitor_limit)?),
+        (Some(addr), true) => Some(Monitor::start(addr, monitor_limit)?),
         _ => None,
     };
     let cmd_before = redis.map(probe::commandstats).transpose()?;

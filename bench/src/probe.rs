@@ -1,12 +1,11 @@
 //! What the load generator reads off the server: echo-bot's `GET /stats`, the
 //! process's resident memory from `/proc/<pid>/status`, and Redis's command
-//! counts (`INFO commandstats`, and `MONITOR` for which script each `EVALSHA`
+//! counts (`INFO commandstats`, and `MONITOR` for which function each `FCALL`
 //! ran).
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -288,30 +287,8 @@ pub fn redis_cpu(addr: SocketAddr) -> io::Result<Duration> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "INFO cpu: not a duration"))
 }
 
-/// SHA-1 (hex) of each chat-state-redis script → its name (`admit_queue`, …):
-/// each script is `common.lua` followed by the operation's own file.
-pub fn script_names(lua_dir: &Path) -> io::Result<BTreeMap<String, String>> {
-    let common = std::fs::read(lua_dir.join("common.lua"))?;
-    let mut names = BTreeMap::new();
-    for entry in std::fs::read_dir(lua_dir)? {
-        let path = entry?.path();
-        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
-            continue;
-        };
-        if stem == "common" || path.extension().and_then(|e| e.to_str()) != Some("lua") {
-            continue;
-        }
-        let mut source = common.clone();
-        source.extend(std::fs::read(&path)?);
-        let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, &source);
-        let hex = hex::encode(digest.as_ref());
-        names.insert(hex, stem.to_owned());
-    }
-    Ok(names)
-}
-
 /// The commands clients sent to Redis while a `MONITOR` ran, by name; an
-/// `EVALSHA` is named `evalsha:<script>`.
+/// `FCALL` of chat-state-redis's library is named `fcall:<operation>`.
 #[derive(Debug)]
 pub struct Monitor {
     addr: SocketAddr,
@@ -323,11 +300,7 @@ const END_MARK: &str = "loadgen-monitor-end";
 
 impl Monitor {
     /// Starts `MONITOR` on a connection of its own, for at most `limit`.
-    pub fn start(
-        addr: SocketAddr,
-        names: BTreeMap<String, String>,
-        limit: Duration,
-    ) -> io::Result<Self> {
+    pub fn start(addr: SocketAddr, limit: Duration) -> io::Result<Self> {
         let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
         s.set_read_timeout(Some(Duration::from_millis(500)))?;
         s.write_all(&resp_command(&["MONITOR"]))?;
@@ -360,7 +333,7 @@ impl Monitor {
                     if line.contains(END_MARK) {
                         break;
                     }
-                    if let Some(name) = client_command(&line, &names) {
+                    if let Some(name) = client_command(&line) {
                         *counts.entry(name).or_insert(0u64) += 1;
                     }
                 }
@@ -380,8 +353,8 @@ impl Monitor {
 
 /// A `MONITOR` line's command when a client (not a script) sent it, leaving out
 /// the probes' own `INFO` and `ECHO`.
-fn client_command(line: &str, names: &BTreeMap<String, String>) -> Option<String> {
-    // `1700000000.123456 [0 127.0.0.1:54321] "EVALSHA" "sha" "1" "key" …`
+fn client_command(line: &str) -> Option<String> {
+    // `1700000000.123456 [0 127.0.0.1:54321] "FCALL" "chatrs_…_admit_queue" "12" …`
     let open = line.find('[')?;
     let close = open + line[open..].find(']')?;
     let source = &line[open + 1..close];
@@ -392,16 +365,22 @@ fn client_command(line: &str, names: &BTreeMap<String, String>) -> Option<String
     let command = quoted.next()?.to_ascii_lowercase();
     match command.as_str() {
         "info" | "echo" | "monitor" => None,
-        "evalsha" => {
-            let sha = quoted.next().unwrap_or_default().to_ascii_lowercase();
-            let name = names
-                .get(&sha)
-                .cloned()
-                .unwrap_or_else(|| format!("sha-{}", sha.get(..8).unwrap_or(&sha)));
-            Some(format!("evalsha:{name}"))
+        "fcall" => {
+            let function = quoted.next().unwrap_or_default();
+            Some(format!("fcall:{}", operation(function)))
         }
         _ => Some(command),
     }
+}
+
+/// The operation of a chat-state-redis function, `chatrs_<12 hex digits>_<op>`
+/// (the digits name the library's version); any other function as it is.
+fn operation(function: &str) -> &str {
+    function
+        .strip_prefix("chatrs_")
+        .and_then(|rest| rest.get(12..))
+        .and_then(|rest| rest.strip_prefix('_'))
+        .unwrap_or(function)
 }
 
 #[cfg(test)]
@@ -412,35 +391,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn monitor_lines_are_named_by_script() {
-        let mut names = BTreeMap::new();
-        names.insert("abcdef0123".to_owned(), "admit_queue".to_owned());
-        let line = r#"1700000000.1 [0 127.0.0.1:5000] "EVALSHA" "abcdef0123" "2" "k1" "k2""#;
-        assert_eq!(
-            client_command(line, &names).as_deref(),
-            Some("evalsha:admit_queue")
-        );
+    fn monitor_lines_are_named_by_operation() {
+        let line = r#"1700000000.1 [0 127.0.0.1:5000] "FCALL" "chatrs_0123456789ab_admit_queue" "2" "k1" "k2""#;
+        assert_eq!(client_command(line).as_deref(), Some("fcall:admit_queue"));
         let line = r#"1700000000.1 [0 lua] "SET" "k" "v""#;
-        assert_eq!(client_command(line, &names), None);
-        let line = r#"1700000000.1 [0 127.0.0.1:5000] "EVALSHA" "ffff00001111" "0""#;
-        assert_eq!(
-            client_command(line, &names).as_deref(),
-            Some("evalsha:sha-ffff0000")
-        );
+        assert_eq!(client_command(line), None);
+        let line = r#"1700000000.1 [0 127.0.0.1:5000] "fcall" "someone_else" "0""#;
+        assert_eq!(client_command(line).as_deref(), Some("fcall:someone_else"));
         let line = r#"1700000000.1 [0 127.0.0.1:5000] "info" "commandstats""#;
-        assert_eq!(client_command(line, &names), None);
+        assert_eq!(client_command(line), None);
         let line = r#"1700000000.1 [0 127.0.0.1:5000] "PING""#;
-        assert_eq!(client_command(line, &names).as_deref(), Some("ping"));
-    }
-
-    #[test]
-    fn every_chat_state_redis_script_gets_a_name() -> TestResult {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/chat-state-redis/src/lua");
-        let names = script_names(&dir)?;
-        assert!(names.values().any(|n| n == "admit_queue"));
-        assert!(names.values().all(|n| n != "common"));
-        assert!(names.keys().all(|k| k.len() == 40));
-        Ok(())
+        assert_eq!(client_command(line).as_deref(), Some("ping"));
     }
 
     #[test]

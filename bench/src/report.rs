@@ -25,7 +25,7 @@ pub struct Report {
     pub rss: Option<Rss>,
     /// `INFO commandstats` difference (command → calls, script calls included).
     pub commandstats: Option<BTreeMap<String, u64>>,
-    /// What clients sent, from `MONITOR` (command or `evalsha:<script>` → calls).
+    /// What clients sent, from `MONITOR` (command or `fcall:<operation>` → calls).
     pub monitor: Option<BTreeMap<String, u64>>,
     /// CPU time the server used during the load and settling.
     pub server_cpu: Option<Duration>,
@@ -57,7 +57,7 @@ impl Report {
         let m = self.monitor.as_ref()?;
         let ack = m
             .iter()
-            .filter(|(k, _)| k.starts_with("evalsha:admit_"))
+            .filter(|(k, _)| k.starts_with("fcall:admit_"))
             .map(|(_, v)| v)
             .sum();
         Some((ack, m.values().sum()))
@@ -175,11 +175,11 @@ impl Report {
             }
         };
         if let Some(cs) = &self.commandstats {
-            let evalsha = cs.get("evalsha").copied().unwrap_or(0);
+            let fcall = cs.get("fcall").copied().unwrap_or(0);
             let all: u64 = cs.values().sum();
             put("redis_deliveries", json!(n));
-            put("redis_cmdstat_evalsha", json!(evalsha));
-            put("redis_cmdstat_evalsha_per_delivery", per(evalsha));
+            put("redis_cmdstat_fcall", json!(fcall));
+            put("redis_cmdstat_fcall_per_delivery", per(fcall));
             put("redis_cmdstat_all", json!(all));
             put("redis_cmdstat_all_per_delivery", per(all));
         }

@@ -1,4 +1,4 @@
-//! The Redis admit round trip: one `EVALSHA` per `admit`.
+//! The Redis admit round trip: one `FCALL` per `admit`.
 //!
 //! Needs `REDIS_URL` pointing at a Redis on loopback (`cargo xtask bench micro`
 //! starts a throwaway one); without it the benchmark skips with a notice.
@@ -79,7 +79,7 @@ fn request(thread: u64) -> AdmitRequest {
         .lease_ttl(Duration::from_secs(10))
 }
 
-/// A new event on an idle thread: one `EVALSHA` (lease granted), then `finish`
+/// A new event on an idle thread: one `FCALL` (lease granted), then `finish`
 /// (a second one) to release the scope.
 #[divan::bench]
 fn admit_then_finish(bencher: Bencher<'_, '_>) {

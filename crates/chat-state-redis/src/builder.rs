@@ -213,7 +213,7 @@ impl RedisStateBuilder {
 }
 
 impl RedisState {
-    /// Loads every script (so the first call of each is one `EVALSHA`), and
+    /// Loads the function library (so each call is one `FCALL`), and
     /// warns when a server may evict keys.
     async fn start(&self, cluster_nodes: &[String]) -> Result<(), StateError> {
         let mut conn = self
@@ -221,12 +221,6 @@ impl RedisState {
             .get(self.timeout)
             .await
             .map_err(|e| from_redis(e, self.timeout))?;
-        for script in self.scripts.all() {
-            script
-                .load_async(&mut conn)
-                .await
-                .map_err(|e| from_redis(e, self.timeout))?;
-        }
         if cluster_nodes.is_empty() {
             check_version(&mut conn, "the server").await?;
             check_eviction(&mut conn, "the server").await;
@@ -248,11 +242,18 @@ impl RedisState {
                 }
             }
         }
+        // After the version checks: an older server has no FUNCTION.
+        self.scripts
+            .load_cmd()
+            .query_async::<redis::Value>(&mut conn)
+            .await
+            .map_err(|e| from_redis(e, self.timeout))?;
         Ok(())
     }
 }
 
-/// The oldest Redis major version the scripts run on (`PEXPIREAT … GT` / `NX`).
+/// The oldest Redis major version the scripts run on (functions, `PEXPIREAT …
+/// GT` / `NX`).
 const MIN_MAJOR_VERSION: u32 = 7;
 
 /// A server older than the scripts need: they would fail at their first call.

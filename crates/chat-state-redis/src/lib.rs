@@ -4,9 +4,9 @@
 //! bots that run as several replicas. It behaves exactly like the in-memory
 //! reference backend and passes the same conformance suite.
 //!
-//! * **One round trip per step.** Every multi-step operation is one Lua script
-//!   (`src/lua/`), loaded once and called by SHA; `admit`, the whole ack path,
-//!   is one `EVALSHA` for every strategy.
+//! * **One round trip per step.** Every multi-step operation is one Lua
+//!   function (`src/lua/`) of a library loaded once per server and called by
+//!   name; `admit`, the whole ack path, is one `FCALL` for every strategy.
 //! * **Redis judges time.** Leases, slots and dedupe marks expire with `PX`;
 //!   queue entry TTLs, debounce quiet periods and burst windows are judged with
 //!   the server's `TIME`. Replicas with skewed clocks agree.

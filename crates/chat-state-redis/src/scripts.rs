@@ -1,92 +1,222 @@
-//! The Lua scripts, loaded once per [`RedisState`](crate::RedisState) and called
-//! by SHA (`EVALSHA`); `redis::Script` loads a script again when a server
-//! answers `NOSCRIPT` (after a restart or a failover).
+//! The Lua scripts, as one Redis function library: loaded once per server
+//! (`FUNCTION LOAD`, on every master of a cluster) and called by name
+//! (`FCALL`). A server that answers `Function not found` (it restarted empty,
+//! or is a new master) gets the library again and the call is retried once.
 //!
-//! Each script is `common.lua` (shared helpers) followed by the operation's own
-//! file, whose header lists its KEYS and ARGV and says what is atomic.
+//! The library is `common.lua` (shared helpers, defined once when the library
+//! loads) followed by one function per operation, whose body is the
+//! operation's own file: its header lists its KEYS and ARGV and says what is
+//! atomic. Library and function names carry a digest of the code, so servers
+//! shared by replicas of different versions hold each version's library side
+//! by side, and loading one never replaces another's.
 
-use redis::Script;
+use redis::{Cmd, Script, ToRedisArgs};
 
-macro_rules! script {
-    ($file:literal) => {
-        Script::new(concat!(
-            include_str!("lua/common.lua"),
-            include_str!(concat!("lua/", $file))
-        ))
-    };
+/// Each operation: its name and its file.
+const OPERATIONS: [(&str, &str); 17] = [
+    ("admit_drop", include_str!("lua/admit_drop.lua")),
+    ("admit_queue", include_str!("lua/admit_queue.lua")),
+    ("admit_debounce", include_str!("lua/admit_debounce.lua")),
+    ("admit_burst", include_str!("lua/admit_burst.lua")),
+    ("admit_concurrent", include_str!("lua/admit_concurrent.lua")),
+    ("renew", include_str!("lua/renew.lua")),
+    ("finish", include_str!("lua/finish.lua")),
+    ("release", include_str!("lua/release.lua")),
+    ("claim", include_str!("lua/claim.lua")),
+    ("acquire_slot", include_str!("lua/acquire_slot.lua")),
+    ("renew_slot", include_str!("lua/renew_slot.lua")),
+    ("release_slot", include_str!("lua/release_slot.lua")),
+    ("request_cancel", include_str!("lua/request_cancel.lua")),
+    ("unmark", include_str!("lua/unmark.lua")),
+    ("inspect", include_str!("lua/inspect.lua")),
+    ("force_release", include_str!("lua/force_release.lua")),
+    ("kv_set_if_equals", include_str!("lua/kv_set_if_equals.lua")),
+];
+
+const COMMON: &str = include_str!("lua/common.lua");
+
+/// What every library name starts with: `chatrs_<12 hex digits of SHA-1 of
+/// the code>`; each function is `<library>_<operation>`.
+pub(crate) const LIBRARY_PREFIX: &str = "chatrs_";
+
+/// One function of the library, called by name.
+#[derive(Debug)]
+pub(crate) struct Function {
+    name: String,
 }
 
-/// Every script, compiled into the binary and hashed once.
+impl Function {
+    /// A call of this function: add its keys, then its arguments.
+    pub(crate) fn prepare_invoke(&self) -> Invocation {
+        Invocation {
+            function: self.name.clone(),
+            keys: Vec::new(),
+            args: Vec::new(),
+        }
+    }
+}
+
+/// One `FCALL`, built up key by key and argument by argument.
+#[derive(Debug)]
+pub(crate) struct Invocation {
+    function: String,
+    keys: Vec<Vec<u8>>,
+    args: Vec<Vec<u8>>,
+}
+
+impl Invocation {
+    pub(crate) fn key<T: ToRedisArgs>(&mut self, key: T) -> &mut Self {
+        key.write_redis_args(&mut self.keys);
+        self
+    }
+
+    pub(crate) fn arg<T: ToRedisArgs>(&mut self, arg: T) -> &mut Self {
+        arg.write_redis_args(&mut self.args);
+        self
+    }
+
+    /// The `FCALL` command.
+    pub(crate) fn cmd(&self) -> Cmd {
+        let mut cmd = redis::cmd("FCALL");
+        cmd.arg(&self.function)
+            .arg(self.keys.len())
+            .arg(&self.keys)
+            .arg(&self.args);
+        cmd
+    }
+}
+
+/// Every operation's function, and the library that defines them.
 pub(crate) struct Scripts {
-    pub(crate) admit_drop: Script,
-    pub(crate) admit_queue: Script,
-    pub(crate) admit_debounce: Script,
-    pub(crate) admit_burst: Script,
-    pub(crate) admit_concurrent: Script,
-    pub(crate) renew: Script,
-    pub(crate) finish: Script,
-    pub(crate) release: Script,
-    pub(crate) claim: Script,
-    pub(crate) acquire_slot: Script,
-    pub(crate) renew_slot: Script,
-    pub(crate) release_slot: Script,
-    pub(crate) request_cancel: Script,
-    pub(crate) unmark: Script,
-    pub(crate) inspect: Script,
-    pub(crate) force_release: Script,
-    pub(crate) kv_set_if_equals: Script,
+    library: String,
+    pub(crate) admit_drop: Function,
+    pub(crate) admit_queue: Function,
+    pub(crate) admit_debounce: Function,
+    pub(crate) admit_burst: Function,
+    pub(crate) admit_concurrent: Function,
+    pub(crate) renew: Function,
+    pub(crate) finish: Function,
+    pub(crate) release: Function,
+    pub(crate) claim: Function,
+    pub(crate) acquire_slot: Function,
+    pub(crate) renew_slot: Function,
+    pub(crate) release_slot: Function,
+    pub(crate) request_cancel: Function,
+    pub(crate) unmark: Function,
+    pub(crate) inspect: Function,
+    pub(crate) force_release: Function,
+    pub(crate) kv_set_if_equals: Function,
 }
 
 impl Scripts {
     pub(crate) fn new() -> Self {
+        let name = library_name();
+        let function = |op: &str| Function {
+            name: format!("{name}_{op}"),
+        };
         Self {
-            admit_drop: script!("admit_drop.lua"),
-            admit_queue: script!("admit_queue.lua"),
-            admit_debounce: script!("admit_debounce.lua"),
-            admit_burst: script!("admit_burst.lua"),
-            admit_concurrent: script!("admit_concurrent.lua"),
-            renew: script!("renew.lua"),
-            finish: script!("finish.lua"),
-            release: script!("release.lua"),
-            claim: script!("claim.lua"),
-            acquire_slot: script!("acquire_slot.lua"),
-            renew_slot: script!("renew_slot.lua"),
-            release_slot: script!("release_slot.lua"),
-            request_cancel: script!("request_cancel.lua"),
-            unmark: script!("unmark.lua"),
-            inspect: script!("inspect.lua"),
-            force_release: script!("force_release.lua"),
-            // One key of the KV, no scope: none of the shared helpers.
-            kv_set_if_equals: Script::new(include_str!("lua/kv_set_if_equals.lua")),
+            library: library_code(&name),
+            admit_drop: function("admit_drop"),
+            admit_queue: function("admit_queue"),
+            admit_debounce: function("admit_debounce"),
+            admit_burst: function("admit_burst"),
+            admit_concurrent: function("admit_concurrent"),
+            renew: function("renew"),
+            finish: function("finish"),
+            release: function("release"),
+            claim: function("claim"),
+            acquire_slot: function("acquire_slot"),
+            renew_slot: function("renew_slot"),
+            release_slot: function("release_slot"),
+            request_cancel: function("request_cancel"),
+            unmark: function("unmark"),
+            inspect: function("inspect"),
+            force_release: function("force_release"),
+            kv_set_if_equals: function("kv_set_if_equals"),
         }
     }
 
-    /// Every script, for loading them ahead of the first call.
-    pub(crate) fn all(&self) -> [&Script; 17] {
-        [
-            &self.admit_drop,
-            &self.admit_queue,
-            &self.admit_debounce,
-            &self.admit_burst,
-            &self.admit_concurrent,
-            &self.renew,
-            &self.finish,
-            &self.release,
-            &self.claim,
-            &self.acquire_slot,
-            &self.renew_slot,
-            &self.release_slot,
-            &self.request_cancel,
-            &self.unmark,
-            &self.inspect,
-            &self.force_release,
-            &self.kv_set_if_equals,
-        ]
+    /// `FUNCTION LOAD REPLACE` of the library: the same name always holds the
+    /// same code, so replacing it is loading it, whoever loaded it before.
+    pub(crate) fn load_cmd(&self) -> Cmd {
+        let mut cmd = redis::cmd("FUNCTION");
+        cmd.arg("LOAD").arg("REPLACE").arg(&self.library);
+        cmd
     }
 }
 
 impl std::fmt::Debug for Scripts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scripts").finish_non_exhaustive()
+    }
+}
+
+/// The library's name: the prefix and a digest of every file it is made of.
+pub(crate) fn library_name() -> String {
+    let mut all = String::from(COMMON);
+    for (op, body) in OPERATIONS {
+        all.push_str("\n-- ");
+        all.push_str(op);
+        all.push('\n');
+        all.push_str(body);
+    }
+    let digest = Script::new(&all).get_hash().to_owned();
+    format!("{LIBRARY_PREFIX}{}", digest.get(..12).unwrap_or(&digest))
+}
+
+/// The library's code: the shebang, the shared helpers, then each operation
+/// as a function whose parameters take the names scripts read (`KEYS`,
+/// `ARGV`). The helpers' clock is per call: each function forgets the last
+/// call's instant first.
+fn library_code(name: &str) -> String {
+    let mut code = format!("#!lua name={name}\n{COMMON}\n");
+    for (op, body) in OPERATIONS {
+        code.push_str(&format!(
+            "redis.register_function('{name}_{op}', function(KEYS, ARGV)\nclock_ms = nil\n{body}\nend)\n"
+        ));
+    }
+    code
+}
+
+/// Whether a server's error says the function is not there: it has not
+/// loaded this library (it restarted empty, or is a new master).
+pub(crate) fn is_missing(e: &redis::RedisError) -> bool {
+    e.detail()
+        .is_some_and(|d| d.starts_with("Function not found"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_carry_the_library_digest() {
+        let s = Scripts::new();
+        let lib = library_name();
+        assert!(lib.starts_with(LIBRARY_PREFIX));
+        assert_eq!(lib.len(), LIBRARY_PREFIX.len() + 12);
+        assert_eq!(s.finish.name, format!("{lib}_finish"));
+        assert!(s.library.starts_with(&format!("#!lua name={lib}\n")));
+        for (op, _) in OPERATIONS {
+            assert!(
+                s.library
+                    .contains(&format!("register_function('{lib}_{op}',")),
+                "{op}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_invocation_is_one_fcall_with_its_key_count() {
+        let f = Function {
+            name: "chatrs_x_op".into(),
+        };
+        let mut inv = f.prepare_invoke();
+        inv.key("k1").key("k2").arg("a").arg(3);
+        let packed = String::from_utf8_lossy(&inv.cmd().get_packed_command()).into_owned();
+        assert_eq!(
+            packed,
+            "*7\r\n$5\r\nFCALL\r\n$11\r\nchatrs_x_op\r\n$1\r\n2\r\n$2\r\nk1\r\n$2\r\nk2\r\n$1\r\na\r\n$1\r\n3\r\n"
+        );
     }
 }

@@ -16,14 +16,14 @@ use chat_core::{
 use futures_util::future::join_all;
 use redis::aio::ConnectionLike;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
-use redis::{Cmd, FromRedisValue, ScriptInvocation, Value};
+use redis::{Cmd, FromRedisValue, Value};
 
 use crate::builder::RedisStateBuilder;
 use crate::error::{bad_reply, breaks_connection, from_redis};
 use crate::keys::{BUCKETS, Keys, ScopeKeys, hash_tag};
 use crate::pool::{Conn, Link, Pools};
 use crate::reply::{Reply, encode_event, ms};
-use crate::scripts::Scripts;
+use crate::scripts::{Invocation, Scripts, is_missing};
 
 /// The [`StateBackend`] on Redis or Redis Cluster. Cheap to share: wrap it in an
 /// `Arc`.
@@ -84,14 +84,28 @@ impl RedisState {
             .map_err(|e| from_redis(e, timeout))
     }
 
-    async fn eval(
-        &self,
-        invocation: &ScriptInvocation<'_>,
-        timeout: Duration,
-    ) -> Result<Value, StateError> {
+    /// One `FCALL`; on a server without the library, loads it and calls again.
+    async fn eval(&self, invocation: &Invocation, timeout: Duration) -> Result<Value, StateError> {
         within(timeout, async {
             let mut conn = self.conn(timeout).await?;
-            let r = invocation.invoke_async::<Value>(&mut conn).await;
+            let call = invocation.cmd();
+            let r = match call.query_async::<Value>(&mut conn).await {
+                Err(e) if is_missing(&e) => {
+                    tracing::info!(
+                        "chat-state-redis: a server has no functions of this version; loading them"
+                    );
+                    match self
+                        .scripts
+                        .load_cmd()
+                        .query_async::<Value>(&mut conn)
+                        .await
+                    {
+                        Ok(_) => call.query_async::<Value>(&mut conn).await,
+                        Err(e) => Err(e),
+                    }
+                }
+                r => r,
+            };
             settle(conn, r, timeout)
         })
         .await
@@ -349,10 +363,7 @@ fn renewal(value: Value) -> Result<Renewal, StateError> {
 /// The keys of `admit_drop` and `admit_queue`, after the mark and the
 /// subscription: an exclusive scope's lease, in-flight batch, waiting entries
 /// and outbox.
-fn exclusive_keys<'a, 'b>(
-    inv: &'a mut ScriptInvocation<'b>,
-    keys: &ScopeKeys,
-) -> &'a mut ScriptInvocation<'b> {
+fn exclusive_keys<'a>(inv: &'a mut Invocation, keys: &ScopeKeys) -> &'a mut Invocation {
     inv.key(&keys.lease)
         .key(&keys.fence)
         .key(&keys.orphans)

@@ -78,14 +78,14 @@ fn request(thread: &str, id: &str, concurrency: Concurrency) -> AdmitRequest {
     AdmitRequest::new(event, t.thread_scope(), concurrency)
 }
 
-/// One `admit` is one round trip, one `EVALSHA`, for every strategy and every
+/// One `admit` is one round trip, one `FCALL`, for every strategy and every
 /// verdict (granted, queued, pending, dropped, duplicate, waiting).
 #[tokio::test]
-async fn every_admit_is_exactly_one_evalsha() {
+async fn every_admit_is_exactly_one_fcall() {
     let Some((server, state, mut stats)) = private_server().await else {
         return;
     };
-    // Warm up: the pool's connection exists and every script is loaded.
+    // Warm up: the pool's connection exists and the library is loaded.
     state
         .admit(request("warm", "warm", Concurrency::Drop))
         .await
@@ -124,20 +124,24 @@ async fn every_admit_is_exactly_one_evalsha() {
         .await
         .unwrap();
 
-    // commandstats: exactly one EVALSHA per admit, and nothing a client sends
-    // besides scripts (no PING, SCRIPT LOAD, EVAL, MULTI, …).
+    // commandstats: exactly one FCALL per admit, and nothing a client sends
+    // besides functions (no PING, FUNCTION LOAD, EVAL, MULTI, …).
     let delta = |name: &str| after.get(name).unwrap_or(&0) - before.get(name).unwrap_or(&0);
-    assert_eq!(
-        delta("evalsha"),
-        admits,
-        "EVALSHA calls for {admits} admits"
-    );
-    for name in ["eval", "ping", "script|load", "multi", "exec", "unwatch"] {
+    assert_eq!(delta("fcall"), admits, "FCALL calls for {admits} admits");
+    for name in [
+        "eval",
+        "evalsha",
+        "ping",
+        "function|load",
+        "multi",
+        "exec",
+        "unwatch",
+    ] {
         assert_eq!(delta(name), 0, "{name} was sent");
     }
 
     // MONITOR: the only commands clients sent between the two INFOs are the
-    // EVALSHAs (everything else ran inside them).
+    // FCALLs (everything else ran inside them).
     let mut sent = Vec::new();
     let mut counting = false;
     while let Some(line) = lines.next_line().await.unwrap() {
@@ -156,7 +160,7 @@ async fn every_admit_is_exactly_one_evalsha() {
     monitor.kill().await.unwrap();
     assert_eq!(sent.len() as u64, admits, "client commands: {sent:?}");
     assert!(
-        sent.iter().all(|c| c == "evalsha"),
+        sent.iter().all(|c| c == "fcall"),
         "client commands: {sent:?}"
     );
 }
@@ -197,8 +201,8 @@ async fn bad_configuration_is_an_invalid_request() {
 }
 
 /// The server goes away: calls fail with typed errors. It comes back empty
-/// (no scripts cached): the backend reconnects and reloads its scripts
-/// (`NOSCRIPT` recovery).
+/// (no functions): the backend reconnects and loads its library again
+/// (`Function not found` recovery).
 #[tokio::test]
 async fn a_restarted_server_is_recovered_from() {
     let Some(mut server) = RedisServer::start_or_skip() else {
@@ -238,6 +242,94 @@ async fn a_restarted_server_is_recovered_from() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("no recovery after the restart: {last:?}");
+}
+
+/// The libraries a server holds, by name (`FUNCTION LIST`).
+fn libraries(listing: &str) -> Vec<String> {
+    // redis-cli prints each library as `library_name` then its name.
+    let lines: Vec<&str> = listing.lines().collect();
+    lines
+        .windows(2)
+        .filter(|w| w[0] == "library_name")
+        .map(|w| w[1].to_owned())
+        .collect()
+}
+
+/// A server that lost the library while the backend stayed connected
+/// (`FUNCTION FLUSH`, as an operator might, or a failover to a node that never
+/// had it): the next call loads it once and answers, without an error.
+#[tokio::test]
+async fn a_server_that_lost_its_functions_gets_them_again() {
+    let Some((server, state, mut stats)) = private_server().await else {
+        return;
+    };
+    state
+        .admit(request("lost", "a", Concurrency::Drop))
+        .await
+        .unwrap();
+    let loaded = libraries(&server.command(&["FUNCTION", "LIST"]).unwrap());
+    assert_eq!(loaded.len(), 1, "{loaded:?}");
+    assert!(loaded[0].starts_with("chatrs_"), "{loaded:?}");
+
+    server.command(&["FUNCTION", "FLUSH"]).unwrap();
+    let before = command_calls(&mut stats).await;
+    let a = state
+        .admit(request("lost", "b", Concurrency::queue()))
+        .await
+        .unwrap();
+    assert!(
+        matches!(a.decision, Decision::Queued { .. }),
+        "{:?}",
+        a.decision
+    );
+    let after = command_calls(&mut stats).await;
+    let delta = |name: &str| after.get(name).unwrap_or(&0) - before.get(name).unwrap_or(&0);
+    assert_eq!(delta("function|load"), 1, "one load");
+    // The call that found no function, and its retry.
+    assert_eq!(delta("fcall"), 2, "one retried call");
+    assert_eq!(
+        libraries(&server.command(&["FUNCTION", "LIST"]).unwrap()),
+        loaded
+    );
+}
+
+/// On a cluster, the library is on every master from the start, and a master
+/// that lost it gets it again at the first call routed there.
+#[tokio::test]
+async fn every_cluster_master_serves_the_functions() {
+    if RedisServer::start_or_skip().is_none() {
+        return;
+    }
+    let cluster = chat_test_redis::RedisCluster::start(3).unwrap_or_else(|e| panic!("{e}"));
+    let state = RedisState::builder()
+        .cluster(cluster.urls())
+        .build()
+        .await
+        .unwrap_or_else(|e| panic!("backend: {e}"));
+    let listing =
+        |port: u16| libraries(&chat_test_redis::command(port, &["FUNCTION", "LIST"]).unwrap());
+    let first = listing(cluster.ports()[0]);
+    assert_eq!(first.len(), 1, "{first:?}");
+    for port in cluster.ports() {
+        assert_eq!(listing(*port), first, "master {port}");
+        chat_test_redis::command(*port, &["FUNCTION", "FLUSH"]).unwrap();
+    }
+    // Threads hash to slots all over the cluster: each master answers calls,
+    // each the first time.
+    for i in 0..24 {
+        let a = state
+            .admit(request(
+                &format!("t{i}"),
+                &format!("e{i}"),
+                Concurrency::Drop,
+            ))
+            .await
+            .unwrap();
+        assert!(matches!(a.decision, Decision::Run(_)), "{:?}", a.decision);
+    }
+    for port in cluster.ports() {
+        assert_eq!(listing(*port), first, "master {port}");
+    }
 }
 
 /// The hour hashes that hold the dedupe marks, each with its `PTTL` (ms).

@@ -14,7 +14,7 @@
 //!   give: memory must stay flat, the excess is answered 503, and every
 //!   acknowledged delivery must end in an outcome.
 //! * `redis-calls` — Redis commands per delivery, split into the ack path
-//!   (the admit script's `EVALSHA`) and everything else, from `MONITOR`.
+//!   (the admit function's `FCALL`) and everything else, from `MONITOR`.
 //! * `micro` — the divan micro-benchmarks (verify + parse, memory admit, Redis
 //!   admit).
 //!

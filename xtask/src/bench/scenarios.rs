@@ -158,9 +158,9 @@ impl Bench {
             );
             let _ = writeln!(
                 t,
-                "- Redis EVALSHA per delivery at max rate (INFO commandstats): {}; \
+                "- Redis FCALL per delivery at max rate (INFO commandstats): {}; \
                  all commands, those inside scripts included: {}; Redis CPU {} µs/delivery",
-                num(f, "redis_cmdstat_evalsha_per_delivery", 2),
+                num(f, "redis_cmdstat_fcall_per_delivery", 2),
                 num(f, "redis_cmdstat_all_per_delivery", 2),
                 num(f, "redis_cpu_us_per_delivery", 1)
             );
@@ -448,8 +448,8 @@ impl Bench {
         );
         let _ = writeln!(
             t,
-            "- Redis: {} EVALSHA per delivery (INFO commandstats), {} commands in all per delivery, {} µs Redis CPU per delivery",
-            num(f, "redis_cmdstat_evalsha_per_delivery", 2),
+            "- Redis: {} FCALL per delivery (INFO commandstats), {} commands in all per delivery, {} µs Redis CPU per delivery",
+            num(f, "redis_cmdstat_fcall_per_delivery", 2),
             num(f, "redis_cmdstat_all_per_delivery", 1),
             num(f, "redis_cpu_us_per_delivery", 0)
         );
@@ -504,7 +504,7 @@ impl Bench {
         }
         let _ = writeln!(
             t,
-            "| **ack path** (admit `EVALSHA`) | {} | {} |\n| **total** | {} | {} |\n",
+            "| **ack path** (admit `FCALL`) | {} | {} |\n| **total** | {} | {} |\n",
             int(f, "redis_ack_path_calls"),
             num(f, "redis_ack_path_per_delivery", 3),
             int(f, "redis_total_calls"),
@@ -512,9 +512,9 @@ impl Bench {
         );
         let _ = writeln!(
             t,
-            "- deliveries: {}; INFO commandstats: EVALSHA {}/delivery, all commands (inside scripts included) {}/delivery",
+            "- deliveries: {}; INFO commandstats: FCALL {}/delivery, all commands (inside scripts included) {}/delivery",
             int(f, "redis_deliveries"),
-            num(f, "redis_cmdstat_evalsha_per_delivery", 3),
+            num(f, "redis_cmdstat_fcall_per_delivery", 3),
             num(f, "redis_cmdstat_all_per_delivery", 3)
         );
         let ack = fl(f, "redis_ack_path_per_delivery");
@@ -858,7 +858,7 @@ fn backends_table(done: &[(String, Backend, Figures)], repeats: usize) -> String
             Backend::Memory => ("–".to_owned(), "–".to_owned()),
             Backend::Redis => (
                 "redis-calls".to_owned(),
-                num(max, "redis_cmdstat_evalsha_per_delivery", 2),
+                num(max, "redis_cmdstat_fcall_per_delivery", 2),
             ),
             Backend::Postgres => (
                 num(max, "pg_admit_per_delivery", 2),
@@ -874,9 +874,9 @@ fn backends_table(done: &[(String, Backend, Figures)], repeats: usize) -> String
         );
     }
     t.push_str(
-        "\nack-path calls: Redis's admit script is its only call before the answer \
+        "\nack-path calls: Redis's admit function is its only call before the answer \
          (measured by the redis-calls scenario, with `MONITOR`); PostgreSQL's, calls of the `admit` function — \
-         one statement, one round trip. State calls: every `EVALSHA` (Redis) or \
+         one statement, one round trip. State calls: every `FCALL` (Redis) or \
          committed transaction (PostgreSQL, one per statement) per delivery. Bytes held: \
          Redis's `used_memory` growth; PostgreSQL's live rows (the schema's size after \
          `VACUUM FULL`, less the empty schema's).\n",

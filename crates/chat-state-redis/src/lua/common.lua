@@ -113,10 +113,12 @@ local MARK_CODES = {
   run = 'r', hold = 'h', queued = 'q', pending = 'p', slot = 's',
   ['wait-slot'] = 'w', ['dropped-busy'] = 'b', ['dropped-full'] = 'f', cancel = 'c',
 }
-local MARK_RECORDED = {}
-for recorded, code in pairs(MARK_CODES) do
-  MARK_RECORDED[code] = recorded
-end
+-- MARK_CODES the other way round (written out: a library's load sees no
+-- `pairs`).
+local MARK_RECORDED = {
+  r = 'run', h = 'hold', q = 'queued', p = 'pending', s = 'slot',
+  w = 'wait-slot', b = 'dropped-busy', f = 'dropped-full', c = 'cancel',
+}
 
 -- The hour hash key of a mark name, for hour `h`, and the mark's field.
 local function mark_slot(name, h)
