@@ -35,7 +35,8 @@ if stop then
   end
   return stop
 end
-if redis.call('EXISTS', KEYS[3]) == 1 or has_work(KEYS[8], KEYS[9], KEYS[10], KEYS[6], KEYS[11]) then
+-- Busy: the lease is held, or work waits for a holder (one EXISTS of both).
+if redis.call('EXISTS', KEYS[3], KEYS[8], KEYS[9], KEYS[10], KEYS[6], KEYS[11]) > 0 then
   mark(KEYS[1], ARGV[2], ARGV[3], 'dropped-busy')
   return {'dropped', subscribed, 'busy'}
 end

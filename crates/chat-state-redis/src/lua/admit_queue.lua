@@ -43,8 +43,8 @@ end
 local now, us = clock()
 local entry = int(now) .. '|' .. int(now + tonumber(ARGV[10])) .. '|' .. ARGV[7]
 
-if redis.call('EXISTS', KEYS[3]) == 0 then
-  local left = has_work(KEYS[8], KEYS[9], KEYS[10], KEYS[6], KEYS[11])
+local held, left = held_and_work(KEYS[3], KEYS[8], KEYS[9], KEYS[10], KEYS[6], KEYS[11])
+if not held then
   local fence = grant(KEYS[3], KEYS[4], ARGV[3], ARGV[4], us)
   if not left then
     mark(KEYS[1], ARGV[2], ARGV[3], 'run')

@@ -77,6 +77,15 @@ local function has_work(queue, pending, burst, run, outbox)
   return redis.call('EXISTS', queue, pending, burst, run, outbox) > 0
 end
 
+-- Whether the scope's lease is held, and whether work needs a holder, in one
+-- call: EXISTS counts a key once per time it is named, so the lease, named
+-- six times, adds 6 and the five kinds of work at most 5 between them.
+local function held_and_work(lease, queue, pending, burst, run, outbox)
+  local n = redis.call('EXISTS', lease, lease, lease, lease, lease, lease,
+    queue, pending, burst, run, outbox)
+  return n >= 6, n % 6 > 0
+end
+
 local function has_waiting(queue, pending, burst)
   return redis.call('EXISTS', queue, pending, burst) > 0
 end
