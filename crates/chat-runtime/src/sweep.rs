@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use chat_core::{Concurrency, Recovered, Release, Sweep};
+use chat_core::{Concurrency, Recovered, Release, Renewal, Sweep};
 use tokio::time::Instant;
 
 use crate::holder::Holder;
@@ -76,8 +76,11 @@ async fn sweep_once(shared: &Arc<Shared>) {
         tracing::info!(name: "scope-recovered", scope = %scope);
         match r {
             Recovered::Scope(lease) => {
+                let Some(confirmed_at) = dated(shared, &lease, sent).await else {
+                    continue;
+                };
                 let holder = Holder::new(shared, &adapter, shared.options().concurrency);
-                holder.spawn_holder(lease, sent, None, Some(permit));
+                holder.spawn_holder(lease, confirmed_at, None, Some(permit));
             }
             Recovered::Slot {
                 token,
@@ -114,6 +117,30 @@ async fn sweep_once(shared: &Arc<Shared>) {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// Since when a recovered lease is known to be held. Its claim was sent after
+/// `sent`, so its TTL runs at least from there; but a sweep that took long
+/// (its reads of the indexes slow, on a loaded server or a big cluster) would
+/// leave the holder little or none of it, and a holder whose lease seems
+/// lapsed stops at once. Then one renewal dates the lease from itself; a lease
+/// no longer held is left alone.
+async fn dated(shared: &Arc<Shared>, lease: &chat_core::Lease, sent: Instant) -> Option<Instant> {
+    let ttl = shared.options().leases.ttl;
+    if sent.elapsed() < ttl / 2 {
+        return Some(sent);
+    }
+    let at = Instant::now();
+    match shared.state().renew(lease, ttl).await {
+        Ok(Renewal::Renewed { .. }) => Some(at),
+        Ok(_) => None,
+        // Not known: the holder starts as it would have, its lease dated from
+        // before the sweep, and keeps it or lets it go as its renewals say.
+        Err(e) => {
+            tracing::warn!(error = %e, "renewing a recovered lease failed");
+            Some(sent)
         }
     }
 }

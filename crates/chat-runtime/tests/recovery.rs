@@ -190,6 +190,43 @@ async fn a_force_released_run_inside_its_request_runs_again(env: Env) {
     }
 }
 
+/// A sweep slower than the lease's TTL (its reads of the orphan indexes
+/// stalled on a loaded server) hands what it claimed to a holder that runs it:
+/// the recovered lease counts from a renewal, not from before the sweep,
+/// whose claim is long past by then. No attempt is preempted at its start.
+#[tokio::test(start_paused = true)]
+async fn a_sweep_slower_than_the_lease_runs_what_it_recovered() {
+    use chat_testkit::{Fault, Op};
+    let env = Env::memory();
+    let replicas = env.replicas(2, options(Dispatch::Deferred)).await;
+    let (r0, r1) = (&replicas[0], &replicas[1]);
+    // Every sweep of the replica that recovers stalls 4 s, past the 3 s TTL.
+    for _ in 0..8 {
+        r1.faults
+            .inject(Op::Sweep, Fault::Stall(Duration::from_secs(4)));
+    }
+    let e = r0.event("1", "a", "post+first-wait-cancel");
+    assert_eq!(r0.send_event(&e).await, 200);
+    r0.pass(500).await;
+    for op in [Op::Renew, Op::Finish, Op::Release, Op::Sweep, Op::Admit] {
+        r0.faults.cut(op);
+    }
+    r0.pass(8000).await;
+    r0.pass_until(30_000, || settled(r1, "a")).await;
+    let runs: Vec<_> = r1.runs().into_iter().filter(|r| r.id == "a").collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(
+        (runs[0].attempt, runs[0].cause),
+        (1, Some(CancelCause::Preempted)),
+        "{runs:?}"
+    );
+    assert_eq!((runs[1].attempt, runs[1].cause), (2, None), "{runs:?}");
+    assert_eq!(
+        r1.outcomes().remove("a").unwrap_or_default(),
+        [Outcome::Ran]
+    );
+}
+
 /// With a backend nobody else reads, a sync run cut by shutdown after its
 /// answer went out cannot be handed to anyone: it is recorded `Cancelled`,
 /// not left without an outcome.
