@@ -39,6 +39,8 @@ use run::Bench;
 enum Backend {
     Memory,
     Redis,
+    /// A 3-master Redis Cluster on this machine.
+    RedisCluster,
     Postgres,
 }
 
@@ -47,6 +49,7 @@ impl Backend {
         match self {
             Self::Memory => "memory",
             Self::Redis => "redis",
+            Self::RedisCluster => "redis-cluster",
             Self::Postgres => "postgres",
         }
     }

@@ -11,7 +11,7 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use chat_test_postgres::PostgresServer;
-use chat_test_redis::RedisServer;
+use chat_test_redis::{RedisCluster, RedisServer};
 use serde_json::Value;
 
 use super::report::{fl, git_rev, int, machine, num, utc_now};
@@ -95,6 +95,7 @@ pub(super) struct Bench {
     pub(super) slack_url: String,
     pub(super) fake_slack: Option<Owned>,
     pub(super) redis: Option<RedisServer>,
+    pub(super) cluster: Option<RedisCluster>,
     pub(super) postgres: Option<PostgresServer>,
     pub(super) results: fs::File,
 }
@@ -158,6 +159,14 @@ impl Bench {
         } else {
             None
         };
+        // A cluster of three masters for the backends scenario's cluster run.
+        let cluster = if chosen.contains(&"backends") && redis.is_some() {
+            let c = RedisCluster::start(CLUSTER_MASTERS)?;
+            println!("bench: Redis Cluster on ports {:?}", c.ports());
+            Some(c)
+        } else {
+            None
+        };
         let postgres = if chosen.contains(&"backends") {
             if chat_test_postgres::tools_installed() {
                 let p = PostgresServer::start()?;
@@ -187,6 +196,7 @@ impl Bench {
             slack_url,
             fake_slack,
             redis,
+            cluster,
             postgres,
             results,
         })
@@ -250,12 +260,22 @@ impl Bench {
 
     pub(super) fn run_one(&mut self, run: &Run) -> Result<Figures, String> {
         let redis_url = match run.backend {
-            Backend::Memory | Backend::Postgres => None,
+            Backend::Memory | Backend::Postgres | Backend::RedisCluster => None,
             Backend::Redis => {
                 let r = self.redis.as_ref().ok_or("no redis-server")?;
                 r.command(&["FLUSHALL"])?;
                 Some(r.url())
             }
+        };
+        let cluster = match run.backend {
+            Backend::RedisCluster => {
+                let c = self.cluster.as_ref().ok_or("no Redis Cluster")?;
+                for port in c.ports() {
+                    chat_test_redis::command(*port, &["FLUSHALL"])?;
+                }
+                Some(c)
+            }
+            _ => None,
         };
         // PostgreSQL: a schema of the run's own, so what it holds after the
         // run is this run's; statistics from zero.
@@ -315,6 +335,9 @@ impl Bench {
         if let Some(url) = &redis_url {
             c.env("REDIS_URL", url);
         }
+        if let Some(cluster) = cluster {
+            c.env("REDIS_CLUSTER_URLS", cluster.urls().join(","));
+        }
         if let Some(p) = postgres {
             c.env("DATABASE_URL", p.url())
                 .env("DATABASE_SCHEMA", &schema);
@@ -362,7 +385,18 @@ impl Bench {
         let _ = std::io::stdout().flush();
         let fake_pid = self.fake_slack.as_ref().map(|f| f.0.id());
         let fake_before = fake_pid.and_then(cpu_secs);
+        let nodes_before = cluster.map(|c| node_cpu_secs(c.ports()));
         let (ok, stdout, stderr) = run_bounded(l, run.limit)?;
+        let nodes_cpu = match (cluster, nodes_before) {
+            (Some(c), Some(before)) => Some(
+                node_cpu_secs(c.ports())
+                    .iter()
+                    .zip(before)
+                    .map(|(after, before)| after - before)
+                    .collect::<Vec<_>>(),
+            ),
+            _ => None,
+        };
         let fake_cpu = match (fake_pid.and_then(cpu_secs), fake_before) {
             (Some(after), Some(before)) => Some(after - before),
             _ => None,
@@ -482,6 +516,30 @@ impl Bench {
                 Value::from((after - before) / sent),
             );
         }
+        if let Some(cpu) = nodes_cpu {
+            // Each master's CPU over the whole load's deliveries: their sum is
+            // the cluster's cost of a delivery, the largest the busiest
+            // master's share of it.
+            let per = |secs: f64| secs * 1e6 / sent;
+            let total: f64 = cpu.iter().sum();
+            let busiest = cpu.iter().copied().fold(0.0, f64::max);
+            figures.insert(
+                "cluster_cpu_us_per_delivery".to_owned(),
+                Value::from(per(total)),
+            );
+            figures.insert(
+                "cluster_busiest_node_cpu_us_per_delivery".to_owned(),
+                Value::from(per(busiest)),
+            );
+            figures.insert(
+                "cluster_node_cpu_us_per_delivery".to_owned(),
+                Value::from(cpu.iter().map(|c| per(*c)).collect::<Vec<_>>()),
+            );
+            figures.insert(
+                "store_cpu_us_per_delivery".to_owned(),
+                Value::from(per(total)),
+            );
+        }
         if let Some(cpu) = figures.get("redis_cpu_us_per_delivery").cloned() {
             figures.insert("store_cpu_us_per_delivery".to_owned(), cpu);
         }
@@ -527,6 +585,10 @@ impl Bench {
                 println!("bench: {:<28} SKIPPED (no redis-server)", r.label);
                 continue;
             }
+            if r.backend == Backend::RedisCluster && self.cluster.is_none() {
+                println!("bench: {:<28} SKIPPED (no redis-server)", r.label);
+                continue;
+            }
             if r.backend == Backend::Postgres && self.postgres.is_none() {
                 println!("bench: {:<28} SKIPPED (no PostgreSQL)", r.label);
                 continue;
@@ -535,6 +597,29 @@ impl Bench {
         }
         Ok(done)
     }
+}
+
+/// Masters of the bench's Redis Cluster.
+const CLUSTER_MASTERS: usize = 3;
+
+/// Each node's CPU time so far (`INFO cpu`, user + system), in seconds; 0 for
+/// a node that does not answer.
+fn node_cpu_secs(ports: &[u16]) -> Vec<f64> {
+    ports
+        .iter()
+        .map(|port| {
+            chat_test_redis::command(*port, &["INFO", "cpu"]).map_or(0.0, |info| {
+                info.lines()
+                    .filter_map(|line| {
+                        let (name, value) = line.trim().split_once(':')?;
+                        matches!(name, "used_cpu_sys" | "used_cpu_user")
+                            .then(|| value.parse::<f64>().ok())
+                            .flatten()
+                    })
+                    .sum()
+            })
+        })
+        .collect()
 }
 
 /// The bytes `schema`'s tables hold, indexes and TOAST included.

@@ -22,7 +22,12 @@ impl Bench {
             ]
         };
         let mut runs = Vec::new();
-        for backend in [Backend::Memory, Backend::Redis, Backend::Postgres] {
+        for backend in [
+            Backend::Memory,
+            Backend::Redis,
+            Backend::RedisCluster,
+            Backend::Postgres,
+        ] {
             let (load, limit) = self.load(None, 15.0, &["--connections", "64"]);
             runs.push(Run {
                 label: format!("{}-max", backend.name()),
@@ -169,6 +174,34 @@ impl Bench {
                 "- target Redis CPU ≤ {TARGET_REDIS_CPU_US} µs per delivery (at the max rate, the no-op handler): {}",
                 below(
                     fl(f, "redis_cpu_us_per_delivery"),
+                    TARGET_REDIS_CPU_US,
+                    " µs"
+                )
+            );
+        }
+        if let Some(f) = get("redis-cluster-max") {
+            let nodes = f
+                .get("cluster_node_cpu_us_per_delivery")
+                .and_then(Value::as_array)
+                .map(|v| {
+                    v.iter()
+                        .filter_map(Value::as_f64)
+                        .map(|x| format!("{x:.1}"))
+                        .collect::<Vec<_>>()
+                        .join(" / ")
+                })
+                .unwrap_or_default();
+            let _ = writeln!(
+                t,
+                "- Redis Cluster (3 masters on this machine) at its max rate, {}/s: Redis CPU per delivery {} µs summed over the masters (each master's: {nodes} µs per delivery of the whole load)",
+                num(f, "achieved_rate", 0),
+                num(f, "cluster_cpu_us_per_delivery", 1),
+            );
+            let _ = writeln!(
+                t,
+                "- target Redis Cluster CPU ≤ {TARGET_REDIS_CPU_US} µs per delivery, all masters together: {}",
+                below(
+                    fl(f, "cluster_cpu_us_per_delivery"),
                     TARGET_REDIS_CPU_US,
                     " µs"
                 )
@@ -843,7 +876,12 @@ fn backends_table(done: &[(String, Backend, Figures)], repeats: usize) -> String
     let mut t = format!(
         "| state | max deliveries/s | ack p99 ms at half (median of {repeats}) | store CPU µs/delivery | store bytes held/delivery | ack-path calls/delivery | state calls/delivery |\n|---|---:|---:|---:|---:|---:|---:|\n"
     );
-    for backend in [Backend::Memory, Backend::Redis, Backend::Postgres] {
+    for backend in [
+        Backend::Memory,
+        Backend::Redis,
+        Backend::RedisCluster,
+        Backend::Postgres,
+    ] {
         let name = backend.name();
         let Some(max) = done
             .iter()
@@ -855,7 +893,7 @@ fn backends_table(done: &[(String, Backend, Figures)], repeats: usize) -> String
         let p99 = median_run(done, &format!("{name}-at-half"), "ack_p99_ms")
             .map_or_else(|| "–".to_owned(), |(f, _)| num(f, "ack_p99_ms", 2));
         let (ack, all) = match backend {
-            Backend::Memory => ("–".to_owned(), "–".to_owned()),
+            Backend::Memory | Backend::RedisCluster => ("–".to_owned(), "–".to_owned()),
             Backend::Redis => (
                 "redis-calls".to_owned(),
                 num(max, "redis_cmdstat_fcall_per_delivery", 2),
