@@ -10,7 +10,10 @@
 //! shared by replicas of different versions hold each version's library side
 //! by side, and loading one never replaces another's.
 
-use redis::{Cmd, Script, ToRedisArgs};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use redis::aio::ConnectionLike;
+use redis::{Cmd, RedisResult, Script, ToRedisArgs, Value};
 
 /// Each operation: its name and its file.
 const OPERATIONS: [(&str, &str); 17] = [
@@ -89,6 +92,10 @@ impl Invocation {
 /// Every operation's function, and the library that defines them.
 pub(crate) struct Scripts {
     library: String,
+    /// Loads made after a call found the library missing, and the lock each
+    /// takes: calls that found it missing together load it once.
+    reloads: AtomicU64,
+    reloading: tokio::sync::Mutex<()>,
     pub(crate) admit_drop: Function,
     pub(crate) admit_queue: Function,
     pub(crate) admit_debounce: Function,
@@ -116,6 +123,8 @@ impl Scripts {
         };
         Self {
             library: library_code(&name),
+            reloads: AtomicU64::new(0),
+            reloading: tokio::sync::Mutex::new(()),
             admit_drop: function("admit_drop"),
             admit_queue: function("admit_queue"),
             admit_debounce: function("admit_debounce"),
@@ -142,6 +151,33 @@ impl Scripts {
         let mut cmd = redis::cmd("FUNCTION");
         cmd.arg("LOAD").arg("REPLACE").arg(&self.library);
         cmd
+    }
+}
+
+impl Scripts {
+    /// How many times a missing library was loaded again: a call notes it
+    /// before it is sent, for [`Scripts::reload`].
+    pub(crate) fn reloads(&self) -> u64 {
+        self.reloads.load(Ordering::Acquire)
+    }
+
+    /// Loads the library on `conn` for a call that found it missing and was
+    /// sent after `seen` reloads, unless another call has loaded it since:
+    /// after a restart every call in flight finds it missing, and the server
+    /// compiles it once instead of once per call. (On a cluster the load goes
+    /// to every master.)
+    pub(crate) async fn reload<C: ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+        seen: u64,
+    ) -> RedisResult<()> {
+        let _one = self.reloading.lock().await;
+        if self.reloads() != seen {
+            return Ok(());
+        }
+        self.load_cmd().query_async::<Value>(conn).await?;
+        self.reloads.fetch_add(1, Ordering::Release);
+        Ok(())
     }
 }
 

@@ -89,18 +89,17 @@ impl RedisState {
         within(timeout, async {
             let mut conn = self.conn(timeout).await?;
             let call = invocation.cmd();
+            let seen = self.scripts.reloads();
             let r = match call.query_async::<Value>(&mut conn).await {
+                // Not run: the server has no such function. Once it has the
+                // library (loaded here, or by another call since this one was
+                // sent), the same call goes again.
                 Err(e) if is_missing(&e) => {
                     tracing::info!(
                         "chat-state-redis: a server has no functions of this version; loading them"
                     );
-                    match self
-                        .scripts
-                        .load_cmd()
-                        .query_async::<Value>(&mut conn)
-                        .await
-                    {
-                        Ok(_) => call.query_async::<Value>(&mut conn).await,
+                    match self.scripts.reload(&mut conn, seen).await {
+                        Ok(()) => call.query_async::<Value>(&mut conn).await,
                         Err(e) => Err(e),
                     }
                 }

@@ -293,6 +293,35 @@ async fn a_server_that_lost_its_functions_gets_them_again() {
     );
 }
 
+/// Every call in flight when the library went missing finds it missing; the
+/// server compiles it once for all of them, not once per call.
+#[tokio::test]
+async fn calls_that_find_the_functions_missing_together_load_them_once() {
+    let Some((server, state, mut stats)) = private_server().await else {
+        return;
+    };
+    state
+        .admit(request("herd", "warm", Concurrency::Drop))
+        .await
+        .unwrap();
+    server.command(&["FUNCTION", "FLUSH"]).unwrap();
+    let before = command_calls(&mut stats).await;
+    let admits = (0..32).map(|i| {
+        state.admit(request(
+            &format!("h{i}"),
+            &format!("e{i}"),
+            Concurrency::Drop,
+        ))
+    });
+    for a in futures_util::future::join_all(admits).await {
+        let a = a.unwrap();
+        assert!(matches!(a.decision, Decision::Run(_)), "{:?}", a.decision);
+    }
+    let after = command_calls(&mut stats).await;
+    let delta = |name: &str| after.get(name).unwrap_or(&0) - before.get(name).unwrap_or(&0);
+    assert_eq!(delta("function|load"), 1, "one load for 32 calls");
+}
+
 /// On a cluster, the library is on every master from the start, and a master
 /// that lost it gets it again at the first call routed there.
 #[tokio::test]
