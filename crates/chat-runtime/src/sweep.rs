@@ -61,7 +61,8 @@ async fn sweep_once(shared: &Arc<Shared>) {
             return;
         }
     };
-    for r in recovered {
+    let dates = dated(shared, &recovered, sent).await;
+    for (r, dated) in recovered.into_iter().zip(dates) {
         let scope = match &r {
             Recovered::Scope(lease) => lease.scope().clone(),
             Recovered::Slot { scope, .. } => scope.clone(),
@@ -76,7 +77,7 @@ async fn sweep_once(shared: &Arc<Shared>) {
         tracing::info!(name: "scope-recovered", scope = %scope);
         match r {
             Recovered::Scope(lease) => {
-                let Some(confirmed_at) = dated(shared, &lease, sent).await else {
+                let Some(confirmed_at) = dated else {
                     continue;
                 };
                 let holder = Holder::new(shared, &adapter, shared.options().concurrency);
@@ -121,28 +122,38 @@ async fn sweep_once(shared: &Arc<Shared>) {
     }
 }
 
-/// Since when a recovered lease is known to be held. Its claim was sent after
-/// `sent`, so its TTL runs at least from there; but a sweep that took long
-/// (its reads of the indexes slow, on a loaded server or a big cluster) would
-/// leave the holder little or none of it, and a holder whose lease seems
-/// lapsed stops at once. Then one renewal dates the lease from itself; a lease
-/// no longer held is left alone.
-async fn dated(shared: &Arc<Shared>, lease: &chat_core::Lease, sent: Instant) -> Option<Instant> {
+/// Since when each recovered lease is known to be held (`None`: no longer).
+/// Its claim was sent after `sent`, so its TTL runs at least from there; but a
+/// sweep that took long (its reads of the indexes slow, on a loaded server or
+/// a big cluster) would leave the holder little or none of it, and a holder
+/// whose lease seems lapsed stops at once. Then the leases are renewed, all at
+/// once, and each dated from its renewal; a lease no longer held is left
+/// alone, and one whose renewal failed keeps `sent` (its holder keeps it or
+/// lets it go as its own renewals say). Slot runs take their slot later: `sent`.
+async fn dated(
+    shared: &Arc<Shared>,
+    recovered: &[Recovered],
+    sent: Instant,
+) -> Vec<Option<Instant>> {
     let ttl = shared.options().leases.ttl;
     if sent.elapsed() < ttl / 2 {
-        return Some(sent);
+        return vec![Some(sent); recovered.len()];
     }
-    let at = Instant::now();
-    match shared.state().renew(lease, ttl).await {
-        Ok(Renewal::Renewed { .. }) => Some(at),
-        Ok(_) => None,
-        // Not known: the holder starts as it would have, its lease dated from
-        // before the sweep, and keeps it or lets it go as its renewals say.
-        Err(e) => {
-            tracing::warn!(error = %e, "renewing a recovered lease failed");
-            Some(sent)
+    let renewals = recovered.iter().map(|r| async move {
+        let Recovered::Scope(lease) = r else {
+            return Some(sent);
+        };
+        let at = Instant::now();
+        match shared.state().renew(lease, ttl).await {
+            Ok(Renewal::Renewed { .. }) => Some(at),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "renewing a recovered lease failed");
+                Some(sent)
+            }
         }
-    }
+    });
+    futures_util::future::join_all(renewals).await
 }
 
 /// A recovery this process has no room (or no adapter) for: handed back for

@@ -15,26 +15,51 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use redis::aio::ConnectionLike;
 use redis::{Cmd, RedisResult, Script, ToRedisArgs, Value};
 
-/// Each operation: its name and its file.
-const OPERATIONS: [(&str, &str); 17] = [
-    ("admit_drop", include_str!("lua/admit_drop.lua")),
-    ("admit_queue", include_str!("lua/admit_queue.lua")),
-    ("admit_debounce", include_str!("lua/admit_debounce.lua")),
-    ("admit_burst", include_str!("lua/admit_burst.lua")),
-    ("admit_concurrent", include_str!("lua/admit_concurrent.lua")),
-    ("renew", include_str!("lua/renew.lua")),
-    ("finish", include_str!("lua/finish.lua")),
-    ("release", include_str!("lua/release.lua")),
-    ("claim", include_str!("lua/claim.lua")),
-    ("acquire_slot", include_str!("lua/acquire_slot.lua")),
-    ("renew_slot", include_str!("lua/renew_slot.lua")),
-    ("release_slot", include_str!("lua/release_slot.lua")),
-    ("request_cancel", include_str!("lua/request_cancel.lua")),
-    ("unmark", include_str!("lua/unmark.lua")),
-    ("inspect", include_str!("lua/inspect.lua")),
-    ("force_release", include_str!("lua/force_release.lua")),
-    ("kv_set_if_equals", include_str!("lua/kv_set_if_equals.lua")),
+/// Each operation: its name, its file, and its function's flags.
+///
+/// Redis refuses a function that may write while it is out of memory
+/// (`maxmemory` reached) unless it says `allow-oom`. New work is refused then
+/// (the admits, the KV's writes: the platform retries later); what finishes,
+/// hands over, recovers or stops work already admitted runs, so a full server
+/// can drain; `inspect` only reads.
+const OPERATIONS: [(&str, &str, &str); 17] = [
+    ("admit_drop", include_str!("lua/admit_drop.lua"), ""),
+    ("admit_queue", include_str!("lua/admit_queue.lua"), ""),
+    ("admit_debounce", include_str!("lua/admit_debounce.lua"), ""),
+    ("admit_burst", include_str!("lua/admit_burst.lua"), ""),
+    (
+        "admit_concurrent",
+        include_str!("lua/admit_concurrent.lua"),
+        "",
+    ),
+    ("renew", include_str!("lua/renew.lua"), DRAINS),
+    ("finish", include_str!("lua/finish.lua"), DRAINS),
+    ("release", include_str!("lua/release.lua"), DRAINS),
+    ("claim", include_str!("lua/claim.lua"), DRAINS),
+    ("acquire_slot", include_str!("lua/acquire_slot.lua"), DRAINS),
+    ("renew_slot", include_str!("lua/renew_slot.lua"), DRAINS),
+    ("release_slot", include_str!("lua/release_slot.lua"), DRAINS),
+    (
+        "request_cancel",
+        include_str!("lua/request_cancel.lua"),
+        DRAINS,
+    ),
+    ("unmark", include_str!("lua/unmark.lua"), DRAINS),
+    ("inspect", include_str!("lua/inspect.lua"), "'no-writes'"),
+    (
+        "force_release",
+        include_str!("lua/force_release.lua"),
+        DRAINS,
+    ),
+    (
+        "kv_set_if_equals",
+        include_str!("lua/kv_set_if_equals.lua"),
+        "",
+    ),
 ];
+
+/// The flags of an operation that works off what was admitted.
+const DRAINS: &str = "'allow-oom'";
 
 const COMMON: &str = include_str!("lua/common.lua");
 
@@ -187,16 +212,12 @@ impl std::fmt::Debug for Scripts {
     }
 }
 
-/// The library's name: the prefix and a digest of every file it is made of.
+/// The library's name: the prefix and a digest of its code (every file, the
+/// way they are put together, the flags), the name itself left out.
 pub(crate) fn library_name() -> String {
-    let mut all = String::from(COMMON);
-    for (op, body) in OPERATIONS {
-        all.push_str("\n-- ");
-        all.push_str(op);
-        all.push('\n');
-        all.push_str(body);
-    }
-    let digest = Script::new(&all).get_hash().to_owned();
+    let digest = Script::new(&library_code(LIBRARY_PREFIX))
+        .get_hash()
+        .to_owned();
     format!("{LIBRARY_PREFIX}{}", digest.get(..12).unwrap_or(&digest))
 }
 
@@ -206,9 +227,9 @@ pub(crate) fn library_name() -> String {
 /// call's instant first.
 fn library_code(name: &str) -> String {
     let mut code = format!("#!lua name={name}\n{COMMON}\n");
-    for (op, body) in OPERATIONS {
+    for (op, body, flags) in OPERATIONS {
         code.push_str(&format!(
-            "redis.register_function('{name}_{op}', function(KEYS, ARGV)\nclock_ms = nil\n{body}\nend)\n"
+            "redis.register_function{{function_name = '{name}_{op}', flags = {{{flags}}}, callback = function(KEYS, ARGV)\nclock_ms = nil\n{body}\nend}}\n"
         ));
     }
     code
@@ -233,10 +254,11 @@ mod tests {
         assert_eq!(lib.len(), LIBRARY_PREFIX.len() + 12);
         assert_eq!(s.finish.name, format!("{lib}_finish"));
         assert!(s.library.starts_with(&format!("#!lua name={lib}\n")));
-        for (op, _) in OPERATIONS {
+        for (op, _, flags) in OPERATIONS {
             assert!(
-                s.library
-                    .contains(&format!("register_function('{lib}_{op}',")),
+                s.library.contains(&format!(
+                    "register_function{{function_name = '{lib}_{op}', flags = {{{flags}}},"
+                )),
                 "{op}"
             );
         }

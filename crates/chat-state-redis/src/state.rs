@@ -89,21 +89,27 @@ impl RedisState {
         within(timeout, async {
             let mut conn = self.conn(timeout).await?;
             let call = invocation.cmd();
-            let seen = self.scripts.reloads();
-            let r = match call.query_async::<Value>(&mut conn).await {
-                // Not run: the server has no such function. Once it has the
-                // library (loaded here, or by another call since this one was
-                // sent), the same call goes again.
-                Err(e) if is_missing(&e) => {
-                    tracing::info!(
-                        "chat-state-redis: a server has no functions of this version; loading them"
-                    );
-                    match self.scripts.reload(&mut conn, seen).await {
-                        Ok(()) => call.query_async::<Value>(&mut conn).await,
-                        Err(e) => Err(e),
+            let mut seen = self.scripts.reloads();
+            let mut loads = 0;
+            let r = loop {
+                match call.query_async::<Value>(&mut conn).await {
+                    // Not run: the server has no such function. Once it has
+                    // the library (loaded here, or by another call since this
+                    // one was sent), the same call goes again; missing again
+                    // (lost once more since that other load), it is loaded
+                    // here.
+                    Err(e) if is_missing(&e) && loads < 2 => {
+                        tracing::info!(
+                            "chat-state-redis: a server has no functions of this version; loading them"
+                        );
+                        loads += 1;
+                        if let Err(e) = self.scripts.reload(&mut conn, seen).await {
+                            break Err(e);
+                        }
+                        seen = self.scripts.reloads();
                     }
+                    r => break r,
                 }
-                r => r,
             };
             settle(conn, r, timeout)
         })

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use chat_core::{
-    AdmitRequest, BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions, Decision,
-    StateBackend, StateError,
+    AdmitRequest, BurstOptions, Concurrency, ConcurrentOptions, DebounceOptions, Decision, Handoff,
+    Inspection, Renewal, StateBackend, StateError,
 };
 use chat_state_redis::RedisState;
 use chat_test_redis::RedisServer;
@@ -320,6 +320,46 @@ async fn calls_that_find_the_functions_missing_together_load_them_once() {
     let after = command_calls(&mut stats).await;
     let delta = |name: &str| after.get(name).unwrap_or(&0) - before.get(name).unwrap_or(&0);
     assert_eq!(delta("function|load"), 1, "one load for 32 calls");
+}
+
+/// A server out of memory (`maxmemory` reached, `noeviction`) refuses new
+/// work, and what was admitted still drains: the holder renews and finishes,
+/// and the scope can be inspected.
+#[tokio::test]
+async fn a_full_server_refuses_new_work_and_lets_admitted_work_finish() {
+    let Some((server, state, _stats)) = private_server().await else {
+        return;
+    };
+    let a = state
+        .admit(request("full", "a", Concurrency::queue()))
+        .await
+        .unwrap();
+    let Decision::Run(lease) = a.decision else {
+        panic!("{:?}", a.decision);
+    };
+    server
+        .command(&["CONFIG", "SET", "maxmemory-policy", "noeviction"])
+        .unwrap();
+    server
+        .command(&["CONFIG", "SET", "maxmemory", "1"])
+        .unwrap();
+
+    let refused = state
+        .admit(request("full", "b", Concurrency::queue()))
+        .await;
+    assert!(
+        matches!(&refused, Err(StateError::Backend(e)) if e.to_string().contains("OOM")),
+        "{refused:?}"
+    );
+    let renewed = state.renew(&lease, Duration::from_secs(30)).await.unwrap();
+    assert!(matches!(renewed, Renewal::Renewed { .. }), "{renewed:?}");
+    let view = state.inspect_scope(lease.scope()).await.unwrap();
+    assert!(view.is_some_and(|v| v.holder.is_some()));
+    let done = state.finish(&lease).await.unwrap();
+    assert!(matches!(done, Handoff::Released), "{done:?}");
+    server
+        .command(&["CONFIG", "SET", "maxmemory", "0"])
+        .unwrap();
 }
 
 /// On a cluster, the library is on every master from the start, and a master

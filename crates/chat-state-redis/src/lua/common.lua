@@ -1,5 +1,6 @@
--- common.lua: helpers prepended to every scope script when it is built
--- (`concat!` in scripts.rs), so each script stays one atomic EVALSHA.
+-- common.lua: helpers shared by the operations: the top of the function
+-- library (scripts.rs builds it), defined once when a server loads it; each
+-- operation stays one atomic FCALL.
 --
 -- Nothing here builds a key name: every key a script touches arrives in KEYS,
 -- and all of them share the scope's hash tag.
