@@ -274,16 +274,7 @@ pub fn commandstats(addr: SocketAddr) -> io::Result<BTreeMap<String, u64>> {
 /// `used_cpu_user`, the main thread and its helpers).
 pub fn redis_cpu(addr: SocketAddr) -> io::Result<Duration> {
     let info = redis_query(addr, &["INFO", "cpu"])?;
-    let secs: f64 = info
-        .lines()
-        .filter_map(|line| {
-            let (name, value) = line.trim().split_once(':')?;
-            matches!(name, "used_cpu_sys" | "used_cpu_user")
-                .then(|| value.parse::<f64>().ok())
-                .flatten()
-        })
-        .sum();
-    Duration::try_from_secs_f64(secs)
+    Duration::try_from_secs_f64(chat_test_redis::cpu_secs(&info))
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "INFO cpu: not a duration"))
 }
 

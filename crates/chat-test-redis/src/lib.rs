@@ -165,6 +165,20 @@ pub fn loopback_urls(ports: &[u16]) -> Vec<String> {
         .collect()
 }
 
+/// The CPU time a server has used, in seconds, from the text of its `INFO
+/// cpu`: `used_cpu_sys` + `used_cpu_user` (the main thread and its helpers).
+pub fn cpu_secs(info_cpu: &str) -> f64 {
+    info_cpu
+        .lines()
+        .filter_map(|line| {
+            let (name, value) = line.trim().split_once(':')?;
+            matches!(name, "used_cpu_sys" | "used_cpu_user")
+                .then(|| value.parse::<f64>().ok())
+                .flatten()
+        })
+        .sum()
+}
+
 /// Whether a Redis server answers `PING` on a loopback port.
 pub fn ping(port: u16) -> bool {
     command(port, &["PING"]).is_ok_and(|r| r == "PONG")
@@ -551,5 +565,14 @@ fn create_cluster(ports: &[u16]) -> Result<(), Error> {
             ));
         }
         sleep(Duration::from_millis(100));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cpu_time_is_system_plus_user() {
+        let info = "# CPU\r\nused_cpu_sys:1.250000\r\nused_cpu_user:2.500000\r\nused_cpu_sys_children:9.0\r\n";
+        assert!((super::cpu_secs(info) - 3.75).abs() < 1e-9);
     }
 }

@@ -608,16 +608,8 @@ fn node_cpu_secs(ports: &[u16]) -> Vec<f64> {
     ports
         .iter()
         .map(|port| {
-            chat_test_redis::command(*port, &["INFO", "cpu"]).map_or(0.0, |info| {
-                info.lines()
-                    .filter_map(|line| {
-                        let (name, value) = line.trim().split_once(':')?;
-                        matches!(name, "used_cpu_sys" | "used_cpu_user")
-                            .then(|| value.parse::<f64>().ok())
-                            .flatten()
-                    })
-                    .sum()
-            })
+            chat_test_redis::command(*port, &["INFO", "cpu"])
+                .map_or(0.0, |info| chat_test_redis::cpu_secs(&info))
         })
         .collect()
 }
