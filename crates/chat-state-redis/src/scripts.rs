@@ -75,9 +75,9 @@ pub(crate) struct Function {
 
 impl Function {
     /// A call of this function: add its keys, then its arguments.
-    pub(crate) fn prepare_invoke(&self) -> Invocation {
+    pub(crate) fn prepare_invoke(&self) -> Invocation<'_> {
         Invocation {
-            function: self.name.clone(),
+            function: &self.name,
             keys: Vec::new(),
             args: Vec::new(),
         }
@@ -86,13 +86,13 @@ impl Function {
 
 /// One `FCALL`, built up key by key and argument by argument.
 #[derive(Debug)]
-pub(crate) struct Invocation {
-    function: String,
+pub(crate) struct Invocation<'a> {
+    function: &'a str,
     keys: Vec<Vec<u8>>,
     args: Vec<Vec<u8>>,
 }
 
-impl Invocation {
+impl Invocation<'_> {
     pub(crate) fn key<T: ToRedisArgs>(&mut self, key: T) -> &mut Self {
         key.write_redis_args(&mut self.keys);
         self
@@ -106,7 +106,7 @@ impl Invocation {
     /// The `FCALL` command.
     pub(crate) fn cmd(&self) -> Cmd {
         let mut cmd = redis::cmd("FCALL");
-        cmd.arg(&self.function)
+        cmd.arg(self.function)
             .arg(self.keys.len())
             .arg(&self.keys)
             .arg(&self.args);
@@ -177,9 +177,7 @@ impl Scripts {
         cmd.arg("LOAD").arg("REPLACE").arg(&self.library);
         cmd
     }
-}
 
-impl Scripts {
     /// How many times a missing library was loaded again: a call notes it
     /// before it is sent, for [`Scripts::reload`].
     pub(crate) fn reloads(&self) -> u64 {

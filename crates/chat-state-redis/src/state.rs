@@ -85,7 +85,11 @@ impl RedisState {
     }
 
     /// One `FCALL`; on a server without the library, loads it and calls again.
-    async fn eval(&self, invocation: &Invocation, timeout: Duration) -> Result<Value, StateError> {
+    async fn eval(
+        &self,
+        invocation: &Invocation<'_>,
+        timeout: Duration,
+    ) -> Result<Value, StateError> {
         within(timeout, async {
             let mut conn = self.conn(timeout).await?;
             let call = invocation.cmd();
@@ -368,7 +372,7 @@ fn renewal(value: Value) -> Result<Renewal, StateError> {
 /// The keys of `admit_drop` and `admit_queue`, after the mark and the
 /// subscription: an exclusive scope's lease, in-flight batch, waiting entries
 /// and outbox.
-fn exclusive_keys<'a>(inv: &'a mut Invocation, keys: &ScopeKeys) -> &'a mut Invocation {
+fn exclusive_keys<'a, 'b>(inv: &'a mut Invocation<'b>, keys: &ScopeKeys) -> &'a mut Invocation<'b> {
     inv.key(&keys.lease)
         .key(&keys.fence)
         .key(&keys.orphans)
