@@ -25,9 +25,18 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         .join("chaos");
     let mut c = std::process::Command::new(bin);
     c.args(passed);
-    if cmd::run(c).0 {
+    // What failed, kept to be said again at the end of a long run.
+    let (ok, failures) = cmd::run_keeping(c, |line| {
+        line.contains("BREACH") || line.contains("breach:") || line.contains("harness error")
+    });
+    if ok {
         Ok(())
-    } else {
+    } else if failures.is_empty() {
         Err("an invariant was breached (see above)".into())
+    } else {
+        Err(format!(
+            "an invariant was breached:\n{}",
+            failures.join("\n")
+        ))
     }
 }

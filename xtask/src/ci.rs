@@ -78,7 +78,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     step("tests", tests(&env));
     drop(servers);
     drop(database);
-    step("chaos", chaos());
+    // Why chaos failed, said again after the summary: later steps print a lot.
+    let mut why = None;
+    step("chaos", chaos(&mut why));
     step(
         "doctests",
         timed(cargo_args(&["test", "--workspace", "--doc"])),
@@ -96,6 +98,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             Outcome::Missing(_) if !is_ci() => {}
             _ => failed.push(s.name),
         }
+    }
+    if let Some(why) = why {
+        println!("\nci: chaos: {why}");
     }
     if failed.is_empty() {
         println!("ci: all steps passed");
@@ -200,7 +205,7 @@ fn postgres_server() -> Result<chat_test_postgres::PostgresServer, Outcome> {
 }
 
 /// The reduced reliability run: a few minutes of faults against three replicas.
-fn chaos() -> Outcome {
+fn chaos(why: &mut Option<String>) -> Outcome {
     if !redis::tools_installed() {
         return Outcome::Missing("apt-get install redis-server redis-tools");
     }
@@ -209,6 +214,7 @@ fn chaos() -> Outcome {
         Ok(()) => Outcome::Passed(start.elapsed()),
         Err(e) => {
             eprintln!("ci: chaos: {e}");
+            *why = Some(e);
             Outcome::Failed(start.elapsed())
         }
     }

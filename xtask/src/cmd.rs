@@ -47,3 +47,57 @@ pub(crate) fn run(mut command: Command) -> (bool, Duration) {
     };
     (ok, start.elapsed())
 }
+
+/// Runs a command, passing its standard output through line by line; returns
+/// whether it succeeded and the lines `keep` picked, for a summary printed
+/// after later steps have buried them.
+pub(crate) fn run_keeping(
+    mut command: Command,
+    keep: impl Fn(&str) -> bool,
+) -> (bool, Vec<String>) {
+    use std::io::BufRead;
+    let mut child = match command.stdout(Stdio::piped()).spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!("xtask: could not start {command:?}: {e}");
+            return (false, Vec::new());
+        }
+    };
+    let mut kept = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            println!("{line}");
+            if keep(&line) {
+                kept.push(line);
+            }
+        }
+    }
+    let ok = child.wait().is_ok_and(|s| s.success());
+    (ok, kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    #[test]
+    fn a_failed_command_gives_back_the_lines_it_was_asked_to_keep() {
+        let mut c = Command::new("sh");
+        c.args([
+            "-c",
+            "echo one; echo 'breach: two'; echo three; echo 'breach: four'; exit 3",
+        ]);
+        let (ok, kept) = super::run_keeping(c, |l| l.starts_with("breach:"));
+        assert!(!ok);
+        assert_eq!(kept, ["breach: two", "breach: four"]);
+    }
+
+    #[test]
+    fn a_command_that_succeeds_is_reported_so() {
+        let mut c = Command::new("sh");
+        c.args(["-c", "echo fine"]);
+        let (ok, kept) = super::run_keeping(c, |l| l.contains("breach"));
+        assert!(ok);
+        assert!(kept.is_empty());
+    }
+}
