@@ -75,11 +75,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             Err(outcome) => outcome.clone(),
         },
     );
-    step("tests", tests(&env));
+    // Why a step failed, said again after the summary: later steps print a lot.
+    let mut why: Vec<(&'static str, Vec<String>)> = Vec::new();
+    step("tests", tests(&env, &mut why));
     drop(servers);
     drop(database);
-    // Why chaos failed, said again after the summary: later steps print a lot.
-    let mut why = None;
     step("chaos", chaos(&mut why));
     step(
         "doctests",
@@ -99,8 +99,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             _ => failed.push(s.name),
         }
     }
-    if let Some(why) = why {
-        println!("\nci: chaos: {why}");
+    for (name, lines) in &why {
+        println!("\nci: {name} failed:");
+        for line in lines {
+            println!("  {line}");
+        }
     }
     if failed.is_empty() {
         println!("ci: all steps passed");
@@ -136,7 +139,7 @@ fn timed(c: Command) -> Outcome {
 
 /// nextest when installed (it runs test binaries in parallel processes and
 /// reports per test); else `cargo test`.
-fn tests(env: &[(&'static str, String)]) -> Outcome {
+fn tests(env: &[(&'static str, String)], why: &mut Vec<(&'static str, Vec<String>)>) -> Outcome {
     let mut c = if has_cargo_subcommand("nextest") {
         cargo_args(&[
             "nextest",
@@ -158,7 +161,34 @@ fn tests(env: &[(&'static str, String)]) -> Outcome {
         ])
     };
     c.envs(env.iter().map(|(k, v)| (k, v)));
-    timed(c)
+    let started = std::time::Instant::now();
+    let (passed, failures) = cmd::run_keeping(c, is_test_failure);
+    if passed {
+        return Outcome::Passed(started.elapsed());
+    }
+    why.push(("tests", failures));
+    Outcome::Failed(started.elapsed())
+}
+
+/// A line of nextest's or `cargo test`'s output that names a failure: a test
+/// that failed, timed out or died, a panic, or a compile error.
+fn is_test_failure(line: &str) -> bool {
+    let l = line.trim_start();
+    [
+        "FAIL [",
+        "TIMEOUT [",
+        "SIGSEGV [",
+        "SIGABRT [",
+        "SIGKILL [",
+        "ABORT [",
+        "LEAK-FAIL [",
+    ]
+    .iter()
+    .any(|p| l.starts_with(p))
+        || l.ends_with("... FAILED")
+        || l.contains("panicked at")
+        || l.starts_with("error[")
+        || l.starts_with("error:")
 }
 
 /// Starts the Redis servers the tests use. Without `redis-server` the Redis
@@ -205,7 +235,7 @@ fn postgres_server() -> Result<chat_test_postgres::PostgresServer, Outcome> {
 }
 
 /// The reduced reliability run: a few minutes of faults against three replicas.
-fn chaos(why: &mut Option<String>) -> Outcome {
+fn chaos(why: &mut Vec<(&'static str, Vec<String>)>) -> Outcome {
     if !redis::tools_installed() {
         return Outcome::Missing("apt-get install redis-server redis-tools");
     }
@@ -214,7 +244,7 @@ fn chaos(why: &mut Option<String>) -> Outcome {
         Ok(()) => Outcome::Passed(start.elapsed()),
         Err(e) => {
             eprintln!("ci: chaos: {e}");
-            *why = Some(e);
+            why.push(("chaos", e.lines().map(str::to_owned).collect()));
             Outcome::Failed(start.elapsed())
         }
     }
@@ -248,10 +278,13 @@ fn deny() -> Outcome {
     if !fetched {
         return Outcome::Failed(Duration::ZERO);
     }
+    // Without the inclusion graph of every duplicate-version warning, which
+    // would fill the tail of CI's output.
     timed(cargo_args(&[
         "deny",
         "--offline",
         "check",
+        "--hide-inclusion-graph",
         "licenses",
         "bans",
         "sources",
@@ -266,6 +299,32 @@ fn first_day() -> Outcome {
         Err(e) => {
             eprintln!("ci: first-day: {e}");
             Outcome::Failed(started.elapsed())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_test_failure;
+
+    #[test]
+    fn failed_tests_panics_and_compile_errors_are_failures_and_a_pass_is_not() {
+        for failure in [
+            "        FAIL [   0.012s] chat-runtime recovery::a_test",
+            "     TIMEOUT [  60.001s] chat-state-redis private_server::b",
+            "test sweep::tests::c ... FAILED",
+            "thread 'd' panicked at crates/chat-runtime/src/sweep.rs:1:1:",
+            "error[E0308]: mismatched types",
+            "error: could not compile `chat-runtime`",
+        ] {
+            assert!(is_test_failure(failure), "{failure}");
+        }
+        for pass in [
+            "        PASS [   0.012s] chat-runtime recovery::a_test",
+            "test sweep::tests::c ... ok",
+            "     Summary [ 359.100s] 1362 tests run: 1362 passed, 0 skipped",
+        ] {
+            assert!(!is_test_failure(pass), "{pass}");
         }
     }
 }

@@ -48,32 +48,70 @@ pub(crate) fn run(mut command: Command) -> (bool, Duration) {
     (ok, start.elapsed())
 }
 
-/// Runs a command, passing its standard output through line by line; returns
-/// whether it succeeded and the lines `keep` picked, for a summary printed
-/// after later steps have buried them.
+/// Runs a command, passing its standard output and error through line by
+/// line; returns whether it succeeded and the lines `keep` picked (each once,
+/// at most [`KEPT`]), for a summary printed after later steps have buried
+/// them.
 pub(crate) fn run_keeping(
     mut command: Command,
-    keep: impl Fn(&str) -> bool,
+    keep: impl Fn(&str) -> bool + Sync,
 ) -> (bool, Vec<String>) {
-    use std::io::BufRead;
-    let mut child = match command.stdout(Stdio::piped()).spawn() {
+    let spawned = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
             eprintln!("xtask: could not start {command:?}: {e}");
             return (false, Vec::new());
         }
     };
-    let mut kept = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            println!("{line}");
-            if keep(&line) {
-                kept.push(line);
-            }
+    let (out, err) = (child.stdout.take(), child.stderr.take());
+    let keep = &keep;
+    let (mut kept, from_err) = std::thread::scope(|s| {
+        let errors = s.spawn(move || pass_through(err, keep, |l| eprintln!("{l}")));
+        let kept = pass_through(out, keep, |l| println!("{l}"));
+        (kept, errors.join().unwrap_or_default())
+    });
+    for line in from_err {
+        if !kept.contains(&line) {
+            kept.push(line);
         }
     }
+    kept.truncate(KEPT);
     let ok = child.wait().is_ok_and(|s| s.success());
     (ok, kept)
+}
+
+/// The most lines [`run_keeping`] gives back.
+pub(crate) const KEPT: usize = 40;
+
+/// Reads `stream` to its end (whatever its bytes: a stream left unread
+/// would block its writer), echoing each line; returns the lines `keep`
+/// picked, each once.
+fn pass_through(
+    stream: Option<impl std::io::Read>,
+    keep: &impl Fn(&str) -> bool,
+    echo: impl Fn(&str),
+) -> Vec<String> {
+    use std::io::BufRead;
+    let mut kept: Vec<String> = Vec::new();
+    let Some(stream) = stream else {
+        return kept;
+    };
+    let mut reader = std::io::BufReader::new(stream);
+    let mut buf = Vec::new();
+    while reader.read_until(b'\n', &mut buf).is_ok_and(|n| n > 0) {
+        let line = String::from_utf8_lossy(&buf);
+        let line = line.trim_end_matches(['\n', '\r']);
+        echo(line);
+        if keep(line) && !kept.iter().any(|k| k == line) {
+            kept.push(line.to_owned());
+        }
+        buf.clear();
+    }
+    kept
 }
 
 #[cfg(test)]
@@ -90,6 +128,18 @@ mod tests {
         let (ok, kept) = super::run_keeping(c, |l| l.starts_with("breach:"));
         assert!(!ok);
         assert_eq!(kept, ["breach: two", "breach: four"]);
+    }
+
+    #[test]
+    fn lines_on_standard_error_are_kept_too_and_each_once() {
+        let mut c = Command::new("sh");
+        c.args([
+            "-c",
+            "echo 'FAIL [1s] a' >&2; echo fine; echo 'FAIL [1s] a' >&2; printf 'FAIL \\377\\n' >&2; exit 1",
+        ]);
+        let (ok, kept) = super::run_keeping(c, |l| l.starts_with("FAIL"));
+        assert!(!ok);
+        assert_eq!(kept, ["FAIL [1s] a", "FAIL \u{fffd}"]);
     }
 
     #[test]
