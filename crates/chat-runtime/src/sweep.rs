@@ -63,6 +63,10 @@ async fn sweep_once(shared: &Arc<Shared>) {
     };
     let dates = dated(shared, &recovered, sent).await;
     for (r, dated) in recovered.into_iter().zip(dates) {
+        // Found no longer held when renewed: nothing to run, hand back or log.
+        let Some(confirmed_at) = dated else {
+            continue;
+        };
         let scope = match &r {
             Recovered::Scope(lease) => lease.scope().clone(),
             Recovered::Slot { scope, .. } => scope.clone(),
@@ -77,9 +81,6 @@ async fn sweep_once(shared: &Arc<Shared>) {
         tracing::info!(name: "scope-recovered", scope = %scope);
         match r {
             Recovered::Scope(lease) => {
-                let Some(confirmed_at) = dated else {
-                    continue;
-                };
                 let holder = Holder::new(shared, &adapter, shared.options().concurrency);
                 holder.spawn_holder(lease, confirmed_at, None, Some(permit));
             }
