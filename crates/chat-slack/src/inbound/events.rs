@@ -17,10 +17,10 @@ use super::{
 const USER_MESSAGE_SUBTYPES: &[&str] = &["thread_broadcast", "file_share", "me_message"];
 
 pub(super) fn parse(cx: &Context, body: &[u8]) -> Result<Inbound, WebhookError> {
-    let env: Envelope = serde_json::from_slice(body).map_err(|e| json_error(&e))?;
+    let env: Envelope<'_> = serde_json::from_slice(body).map_err(|e| json_error(&e))?;
     match env.kind.as_deref() {
         Some("url_verification") => url_verification(&env),
-        Some("event_callback") => callback(cx, env),
+        Some("event_callback") => callback(cx, body, &env),
         Some("app_rate_limited") => {
             tracing::warn!(
                 team_id = env.team_id.as_deref().unwrap_or(""),
@@ -34,7 +34,7 @@ pub(super) fn parse(cx: &Context, body: &[u8]) -> Result<Inbound, WebhookError> 
 }
 
 /// The challenge, echoed as `text/plain` (the body was already verified).
-fn url_verification(env: &Envelope) -> Result<Inbound, WebhookError> {
+fn url_verification(env: &Envelope<'_>) -> Result<Inbound, WebhookError> {
     let challenge = env
         .challenge
         .as_deref()
@@ -54,11 +54,13 @@ struct Delivery {
     tenant: String,
     /// The bot user of the installation the delivery is for.
     installation_user: Option<String>,
+    /// What the event keeps of the body (see [`Context::kept_body`]).
+    kept: Bytes,
 }
 
 /// The installation key: `authorizations[0]` (its enterprise id for an
 /// org-wide install, else its team id), else the envelope's team / enterprise.
-fn tenant(env: &Envelope) -> Option<String> {
+fn tenant(env: &Envelope<'_>) -> Option<String> {
     if let Some(a) = env.authorizations.as_ref().and_then(|a| a.first()) {
         if a.is_enterprise_install == Some(true)
             && let Some(e) = present(a.enterprise_id.as_ref())
@@ -80,11 +82,11 @@ fn tenant(env: &Envelope) -> Option<String> {
     .map(str::to_owned)
 }
 
-fn callback(cx: &Context, env: Envelope) -> Result<Inbound, WebhookError> {
+fn callback(cx: &Context, body: &[u8], env: &Envelope<'_>) -> Result<Inbound, WebhookError> {
     let event_id = present(env.event_id.as_ref())
         .ok_or_else(|| malformed("event_callback without event_id"))?
         .to_owned();
-    let tenant = tenant(&env).ok_or_else(|| malformed("event_callback without a team id"))?;
+    let tenant = tenant(env).ok_or_else(|| malformed("event_callback without a team id"))?;
     let installation_user = env
         .authorizations
         .as_ref()
@@ -99,14 +101,31 @@ fn callback(cx: &Context, env: Envelope) -> Result<Inbound, WebhookError> {
         event_id,
         tenant,
         installation_user,
+        kept: cx.kept_body(body, env.token),
     };
     let event = event.get();
-    let head: EventHead = serde_json::from_str(event).map_err(|e| json_error(&e))?;
-    let kind = head.kind.as_deref().unwrap_or("");
+    // Most deliveries are messages: the event is read as one first, and its
+    // type taken from that, in one pass. An event that does not read as a
+    // message (a field of the same name in another shape) is typed by its
+    // head.
+    let (kind, read) = match serde_json::from_str::<MessageEvent>(event) {
+        Ok(mut m) => (m.kind.take().unwrap_or_default(), Some(m)),
+        Err(_) => {
+            let head: EventHead = serde_json::from_str(event).map_err(|e| json_error(&e))?;
+            (head.kind.unwrap_or_default(), None)
+        }
+    };
+    let kind = kind.as_str();
     // The less common kinds keep the event's JSON as a value.
     let value = || serde_json::from_str::<serde_json::Value>(event).map_err(|e| json_error(&e));
     match kind {
-        "app_mention" | "message" => message(cx, &d, event, kind == "app_mention"),
+        "app_mention" | "message" => {
+            let m = match read {
+                Some(m) => m,
+                None => serde_json::from_str(event).map_err(|e| json_error(&e))?,
+            };
+            message(cx, &d, &m, kind == "app_mention")
+        }
         "reaction_added" | "reaction_removed" => reaction(cx, &d, event, kind == "reaction_added"),
         "assistant_thread_started" | "assistant_thread_context_changed" => {
             assistant_thread(cx, &d, kind, value()?)
@@ -123,20 +142,19 @@ fn callback(cx: &Context, env: Envelope) -> Result<Inbound, WebhookError> {
 fn message(
     cx: &Context,
     d: &Delivery,
-    event: &str,
+    m: &MessageEvent,
     is_app_mention: bool,
 ) -> Result<Inbound, WebhookError> {
-    let m: MessageEvent = serde_json::from_str(event).map_err(|e| json_error(&e))?;
     let channel = present(m.channel.as_ref())
         .ok_or_else(|| malformed("message without channel"))?
         .to_owned();
     let is_dm = m.channel_type.as_deref() == Some("im");
     match m.subtype.as_deref() {
-        Some("message_changed") => Ok(edited(cx, d, &m, &channel, is_dm)),
-        Some("message_deleted") => Ok(deleted(cx, d, &m, &channel, is_dm)),
-        None | Some("bot_message") => posted(cx, d, &m, &channel, is_dm, is_app_mention),
+        Some("message_changed") => Ok(edited(cx, d, m, &channel, is_dm)),
+        Some("message_deleted") => Ok(deleted(cx, d, m, &channel, is_dm)),
+        None | Some("bot_message") => posted(cx, d, m, &channel, is_dm, is_app_mention),
         Some(s) if USER_MESSAGE_SUBTYPES.contains(&s) => {
-            posted(cx, d, &m, &channel, is_dm, is_app_mention)
+            posted(cx, d, m, &channel, is_dm, is_app_mention)
         }
         Some(s) => Ok(ignored(format!("subtype:{}", reason_name(s)))),
     }
@@ -175,7 +193,8 @@ fn posted(
     let text = m.text.clone().unwrap_or_default();
     let root = present(m.thread_ts.as_ref()).unwrap_or(&ts).to_owned();
     let is_mention = is_app_mention || cx.mentions_me(&text, d.installation_user.as_deref());
-    Ok(cx.event(
+    Ok(cx.event_keeping(
+        d.kept.clone(),
         d.event_id.clone(),
         format!("{channel}:{ts}"),
         thread(&d.tenant, channel, &root),
@@ -219,7 +238,8 @@ fn edited(cx: &Context, d: &Delivery, m: &MessageEvent, channel: &str, is_dm: bo
     };
     let root = present(inner.thread_ts.as_ref()).unwrap_or(&ts).to_owned();
     let is_mention = cx.mentions_me(&text, d.installation_user.as_deref());
-    cx.event(
+    cx.event_keeping(
+        d.kept.clone(),
         d.event_id.clone(),
         dedupe,
         thread(&d.tenant, channel, &root),
@@ -262,7 +282,8 @@ fn deleted(cx: &Context, d: &Delivery, m: &MessageEvent, channel: &str, is_dm: b
         .and_then(|p| present(p.thread_ts.as_ref()))
         .unwrap_or(&ts)
         .to_owned();
-    cx.event(
+    cx.event_keeping(
+        d.kept.clone(),
         d.event_id.clone(),
         format!("{channel}:{ts}:deleted"),
         thread(&d.tenant, channel, &root),
@@ -303,7 +324,8 @@ fn reaction(cx: &Context, d: &Delivery, event: &str, added: bool) -> Result<Inbo
     let emoji = present(r.reaction.as_ref())
         .ok_or_else(|| malformed("reaction without name"))?
         .to_owned();
-    Ok(cx.event(
+    Ok(cx.event_keeping(
+        d.kept.clone(),
         d.event_id.clone(),
         d.event_id.clone(),
         thread(&d.tenant, channel, ts),
@@ -330,7 +352,8 @@ fn assistant_thread(
         ));
     };
     let thread = thread(&d.tenant, channel, ts);
-    Ok(cx.event(
+    Ok(cx.event_keeping(
+        d.kept.clone(),
         d.event_id.clone(),
         d.event_id.clone(),
         thread,
@@ -350,7 +373,8 @@ fn channel_event(
     let channel = present(c.channel.as_ref())
         .ok_or_else(|| malformed("event without channel"))?
         .to_owned();
-    Ok(cx.event(
+    Ok(cx.event_keeping(
+        d.kept.clone(),
         d.event_id.clone(),
         d.event_id.clone(),
         thread(&d.tenant, &channel, ""),
@@ -361,7 +385,8 @@ fn channel_event(
 /// `app_uninstalled` and `tokens_revoked` in installation mode: an event of
 /// the tenant, which the adapter's `resolve` acts on (and never admits).
 fn lifecycle(cx: &Context, d: &Delivery, kind: &str, event: serde_json::Value) -> Inbound {
-    cx.event(
+    cx.event_keeping(
+        d.kept.clone(),
         d.event_id.clone(),
         d.event_id.clone(),
         thread(&d.tenant, "", ""),

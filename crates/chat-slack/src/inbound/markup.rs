@@ -32,14 +32,16 @@ pub(crate) struct Read {
 /// `my_name` when that is known.
 pub(crate) fn read(markup: &str, me: &[&str], my_name: Option<&str>) -> Read {
     let mut out = Read::default();
+    let bytes = markup.as_bytes();
+    // The next `~` at or after an offset: searched again only once passed
+    // (a search from every mark would be quadratic in the marks).
+    let mut tilde = memchr::memchr(b'~', bytes);
     let mut rest = markup;
     while !rest.is_empty() {
         // Code: copied whole into both renderings.
         if let Some(fence) = code_at(rest) {
             let (code, after) = rest.split_at(fence);
-            let code = decode(code);
-            out.text.push_str(&code);
-            out.markdown.push_str(&code);
+            push_both(&mut out, code);
             rest = after;
             continue;
         }
@@ -60,17 +62,30 @@ pub(crate) fn read(markup: &str, me: &[&str], my_name: Option<&str>) -> Read {
             rest = &rest[len..];
             continue;
         }
-        let next = rest
-            .char_indices()
-            .skip(1)
-            .find(|&(_, c)| matches!(c, '<' | '`' | '*' | '~'))
-            .map_or(rest.len(), |(i, _)| i);
-        let plain = decode(&rest[..next]);
-        out.text.push_str(&plain);
-        out.markdown.push_str(&plain);
+        // Plain text runs to the next mark after its first character; the
+        // marks are ASCII, so a byte that is one is a char boundary.
+        let at = bytes.len() - rest.len();
+        let from = at + 1;
+        if tilde.is_some_and(|t| t < from) {
+            tilde = memchr::memchr(b'~', &bytes[from..]).map(|t| from + t);
+        }
+        let other = memchr::memchr3(b'<', b'`', b'*', &bytes[from..]).map(|i| from + i);
+        let next = other
+            .into_iter()
+            .chain(tilde)
+            .min()
+            .map_or(rest.len(), |i| i - at);
+        push_both(&mut out, &rest[..next]);
         rest = &rest[next..];
     }
     out
+}
+
+/// `s` decoded onto the plain text and the Markdown alike.
+fn push_both(out: &mut Read, s: &str) {
+    let start = out.text.len();
+    push_decoded(&mut out.text, s);
+    out.markdown.push_str(&out.text[start..]);
 }
 
 /// One `<…>` token.
@@ -163,9 +178,31 @@ fn emphasis_at(before: &str, rest: &str) -> Option<(usize, &'static str)> {
 
 /// Slack's three escapes decoded.
 fn decode(s: &str) -> String {
-    s.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&")
+    let mut out = String::with_capacity(s.len());
+    push_decoded(&mut out, s);
+    out
+}
+
+/// Appends `s` to `out` with Slack's three escapes (`&lt;`, `&gt;`,
+/// `&amp;`) decoded, in one pass: an `&` that starts none of them stays.
+fn push_decoded(out: &mut String, s: &str) {
+    let mut rest = s;
+    while let Some(at) = memchr::memchr(b'&', rest.as_bytes()) {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let (decoded, len) = if from.starts_with("&lt;") {
+            ('<', 4)
+        } else if from.starts_with("&gt;") {
+            ('>', 4)
+        } else if from.starts_with("&amp;") {
+            ('&', 5)
+        } else {
+            ('&', 1)
+        };
+        out.push(decoded);
+        rest = &from[len..];
+    }
+    out.push_str(rest);
 }
 
 #[cfg(test)]
@@ -269,5 +306,28 @@ mod tests {
             assert!(!r.text.is_empty() || s.is_empty(), "{s}");
         }
         assert_eq!(read("<|>", &[], None), Read::default());
+    }
+
+    #[test]
+    fn marks_are_found_after_any_run_of_plain_text() {
+        let r = read(
+            "é ~gone~ then *bold* and <@U2> &amp; ~more~ `x~y` ~",
+            &[],
+            None,
+        );
+        assert_eq!(r.text, "é ~gone~ then *bold* and @U2 & ~more~ `x~y` ~");
+        assert_eq!(
+            r.markdown,
+            "é ~~gone~~ then **bold** and @U2 & ~~more~~ `x~y` ~"
+        );
+    }
+
+    proptest::proptest! {
+        /// The one-pass decoding is the three replacements in order.
+        #[test]
+        fn decoding_is_the_three_replacements(s in "(&|amp;|lt;|gt;|[a-z<>~ ]){0,24}") {
+            let replaced = s.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&");
+            proptest::prop_assert_eq!(decode(&s), replaced);
+        }
     }
 }

@@ -98,12 +98,36 @@ impl Context {
 
     /// Builds the event with this delivery's metadata.
     fn event(&self, id: String, dedupe: String, thread: ThreadRef, kind: EventKind) -> Inbound {
+        self.event_keeping(without_token(&self.raw), id, dedupe, thread, kind)
+    }
+
+    /// [`event`](Self::event), keeping `raw`: the body already cut.
+    fn event_keeping(
+        &self,
+        raw: Bytes,
+        id: String,
+        dedupe: String,
+        thread: ThreadRef,
+        kind: EventKind,
+    ) -> Inbound {
         Inbound::Event(Box::new(
             Event::new(id, dedupe, thread, kind)
                 .with_received_at_ms(self.received_at_ms)
                 .with_attempt(self.attempt, self.retry_reason.clone())
-                .with_raw(without_token(&self.raw)),
+                .with_raw(raw),
         ))
+    }
+
+    /// What an Events API delivery keeps of its `body` (this delivery's):
+    /// the body without its top-level `token`, whose value the envelope's read
+    /// found — cut out where it is, or the body as it came when it has none —
+    /// else (a key written with escapes, say) [`without_token`]'s scan.
+    fn kept_body(&self, body: &[u8], token: Option<&serde_json::value::RawValue>) -> Bytes {
+        let Some(token) = token else {
+            return self.raw.clone();
+        };
+        crate::json_member::without_value(body, "token", token.get().as_bytes())
+            .map_or_else(|| without_token(&self.raw), Bytes::from)
     }
 }
 

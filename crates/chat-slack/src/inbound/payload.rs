@@ -8,7 +8,7 @@ use serde::Deserialize;
 /// `app_rate_limited`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Envelope {
+pub(crate) struct Envelope<'a> {
     #[serde(rename = "type")]
     pub(crate) kind: Option<String>,
     pub(crate) challenge: Option<String>,
@@ -18,9 +18,15 @@ pub(crate) struct Envelope {
     pub(crate) context_enterprise_id: Option<String>,
     pub(crate) event_id: Option<String>,
     pub(crate) authorizations: Option<Vec<Authorization>>,
-    /// The inner event, kept as raw JSON and parsed once, straight into the
-    /// struct its `type` calls for.
-    pub(crate) event: Option<Box<serde_json::value::RawValue>>,
+    /// Slack's legacy verification `token`, as the body's own bytes: read
+    /// only to know where it is, so the event's kept body leaves it out
+    /// without another pass over the body.
+    #[serde(borrow)]
+    pub(crate) token: Option<&'a serde_json::value::RawValue>,
+    /// The inner event, as the body's own bytes (not copied), parsed once,
+    /// straight into the struct its `type` calls for.
+    #[serde(borrow)]
+    pub(crate) event: Option<&'a serde_json::value::RawValue>,
 }
 
 /// One entry of `authorizations`: the installation the delivery is for.
@@ -46,6 +52,10 @@ pub(crate) struct EventHead {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct MessageEvent {
+    /// `message` or `app_mention` (every inner event is read as a message
+    /// first: most deliveries are one).
+    #[serde(rename = "type")]
+    pub(crate) kind: Option<String>,
     pub(crate) subtype: Option<String>,
     pub(crate) channel: Option<String>,
     pub(crate) channel_type: Option<String>,
