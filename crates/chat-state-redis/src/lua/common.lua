@@ -262,12 +262,12 @@ end
 
 -- What is ready for the holder, in the memory backend's order: every queued
 -- entry; the pending debounce event once quiet; the oldest sealed burst batch.
--- Returns {'run', entries} or {'wait', ms}, or nil when nothing waits.
+-- Returns {'queue'} (the whole queue, left where it is for the caller to
+-- move: its entries need not pass through the script), {'run', entries} or
+-- {'wait', ms}, or nil when nothing waits.
 local function next_ready(queue, pending, burst, meta, now)
   if redis.call('EXISTS', queue) == 1 then
-    local entries = redis.call('LRANGE', queue, 0, -1)
-    redis.call('DEL', queue)
-    return {'run', entries}
+    return {'queue'}
   end
   local p = redis.call('HMGET', pending, 'e', 'ready')
   if p[1] then

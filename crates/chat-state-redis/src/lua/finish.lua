@@ -95,7 +95,15 @@ if not own and redis.call('EXISTS', run) == 1 then
 end
 
 local ready = next_ready(queue, pending, burst, meta, now)
-if not has_waiting(queue, pending, burst) then
+local whole_queue = ready and ready[1] == 'queue'
+-- The queue, when it is what is ready, goes in flight whole.
+local left
+if whole_queue then
+  left = redis.call('EXISTS', pending, burst) > 0
+else
+  left = has_waiting(queue, pending, burst)
+end
+if not left then
   redis.call('DEL', threads)
 end
 local reports = redis.call('EXISTS', outbox) == 1
@@ -111,11 +119,20 @@ if not ready and not reports then
 end
 
 redis.call('DEL', run, items)
-if reports then
-  redis.call('RENAME', outbox, items)
-end
-if ready and ready[1] == 'run' then
-  push_all(items, ready[2])
+if whole_queue and not reports then
+  -- The batch is the queue: renamed, its entries never read into the script.
+  redis.call('RENAME', queue, items)
+else
+  if whole_queue then
+    ready = {'run', redis.call('LRANGE', queue, 0, -1)}
+    redis.call('DEL', queue)
+  end
+  if reports then
+    redis.call('RENAME', outbox, items)
+  end
+  if ready and ready[1] == 'run' then
+    push_all(items, ready[2])
+  end
 end
 redis.call('HSET', run, 'o', tok, 's', next_seq, 'a', '1', 'l', '0', 'h', '0', 't', int(now))
 redis.call('HSET', lease, 's', next_seq, 'c', '0')
