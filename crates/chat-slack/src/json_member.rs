@@ -74,8 +74,9 @@ pub(crate) fn without_value(body: &[u8], key: &str, value: &[u8]) -> Option<Vec<
     }
     // The cut: from the comma before the member, or when it is the first
     // member, up to and with the comma after it.
-    let (from, to) = match body[last_non_space(body, key_start)?] {
-        b',' => (last_non_space(body, key_start)?, end),
+    let before = last_non_space(body, key_start)?;
+    let (from, to) = match body[before] {
+        b',' => (before, end),
         b'{' => {
             let after = skip_space(body, end);
             match *body.get(after)? {

@@ -1,7 +1,9 @@
 //! The Events API: `url_verification`, `event_callback`, `app_rate_limited`.
 
 use bytes::Bytes;
-use chat_core::{EventKind, Inbound, Message, MessageChange, OtherEvent, Reaction, WebhookError};
+use chat_core::{
+    EventKind, Inbound, Message, MessageChange, OtherEvent, Reaction, ThreadRef, WebhookError,
+};
 use http::{HeaderValue, StatusCode};
 use serde::Deserialize;
 
@@ -49,13 +51,29 @@ fn url_verification(env: &Envelope<'_>) -> Result<Inbound, WebhookError> {
 }
 
 /// What an `event_callback` is about, besides its inner event.
-struct Delivery {
+struct Delivery<'a> {
     event_id: String,
     tenant: String,
     /// The bot user of the installation the delivery is for.
     installation_user: Option<String>,
-    /// What the event keeps of the body (see [`Context::kept_body`]).
-    kept: Bytes,
+    /// The delivery's body, and its `token`'s value in it: what the event
+    /// keeps of the body is cut from them when an event is built, not for a
+    /// delivery that is ignored (see [`Context::kept_body`]).
+    body: &'a [u8],
+    token: Option<&'a serde_json::value::RawValue>,
+}
+
+impl Delivery<'_> {
+    /// The event of this delivery, keeping its body without the token.
+    fn event(&self, cx: &Context, dedupe: String, thread: ThreadRef, kind: EventKind) -> Inbound {
+        cx.event_keeping(
+            cx.kept_body(self.body, self.token),
+            self.event_id.clone(),
+            dedupe,
+            thread,
+            kind,
+        )
+    }
 }
 
 /// The installation key: `authorizations[0]` (its enterprise id for an
@@ -101,7 +119,8 @@ fn callback(cx: &Context, body: &[u8], env: &Envelope<'_>) -> Result<Inbound, We
         event_id,
         tenant,
         installation_user,
-        kept: cx.kept_body(body, env.token),
+        body,
+        token: env.token,
     };
     let event = event.get();
     // Most deliveries are messages: the event is read as one first, and its
@@ -141,7 +160,7 @@ fn callback(cx: &Context, body: &[u8], env: &Envelope<'_>) -> Result<Inbound, We
 
 fn message(
     cx: &Context,
-    d: &Delivery,
+    d: &Delivery<'_>,
     m: &MessageEvent,
     is_app_mention: bool,
 ) -> Result<Inbound, WebhookError> {
@@ -163,7 +182,7 @@ fn message(
 /// A new message (or the `app_mention` twin of one): dedupe on (channel, ts).
 fn posted(
     cx: &Context,
-    d: &Delivery,
+    d: &Delivery<'_>,
     m: &MessageEvent,
     channel: &str,
     is_dm: bool,
@@ -193,9 +212,8 @@ fn posted(
     let text = m.text.clone().unwrap_or_default();
     let root = present(m.thread_ts.as_ref()).unwrap_or(&ts).to_owned();
     let is_mention = is_app_mention || cx.mentions_me(&text, d.installation_user.as_deref());
-    Ok(cx.event_keeping(
-        d.kept.clone(),
-        d.event_id.clone(),
+    Ok(d.event(
+        cx,
         format!("{channel}:{ts}"),
         thread(&d.tenant, channel, &root),
         EventKind::Message(
@@ -208,7 +226,7 @@ fn posted(
 
 /// `message_changed`: the data is in `event.message`; the top level has no
 /// user, bot id or text.
-fn edited(cx: &Context, d: &Delivery, m: &MessageEvent, channel: &str, is_dm: bool) -> Inbound {
+fn edited(cx: &Context, d: &Delivery<'_>, m: &MessageEvent, channel: &str, is_dm: bool) -> Inbound {
     let Some(inner) = m.message.as_ref() else {
         return ignored("edit-without-message");
     };
@@ -238,9 +256,8 @@ fn edited(cx: &Context, d: &Delivery, m: &MessageEvent, channel: &str, is_dm: bo
     };
     let root = present(inner.thread_ts.as_ref()).unwrap_or(&ts).to_owned();
     let is_mention = cx.mentions_me(&text, d.installation_user.as_deref());
-    cx.event_keeping(
-        d.kept.clone(),
-        d.event_id.clone(),
+    d.event(
+        cx,
         dedupe,
         thread(&d.tenant, channel, &root),
         EventKind::Message(
@@ -259,7 +276,13 @@ fn edited(cx: &Context, d: &Delivery, m: &MessageEvent, channel: &str, is_dm: bo
 }
 
 /// `message_deleted`: `deleted_ts` and `previous_message`; no top-level user.
-fn deleted(cx: &Context, d: &Delivery, m: &MessageEvent, channel: &str, is_dm: bool) -> Inbound {
+fn deleted(
+    cx: &Context,
+    d: &Delivery<'_>,
+    m: &MessageEvent,
+    channel: &str,
+    is_dm: bool,
+) -> Inbound {
     let previous = m.previous_message.as_ref();
     let author = author(
         cx,
@@ -282,9 +305,8 @@ fn deleted(cx: &Context, d: &Delivery, m: &MessageEvent, channel: &str, is_dm: b
         .and_then(|p| present(p.thread_ts.as_ref()))
         .unwrap_or(&ts)
         .to_owned();
-    cx.event_keeping(
-        d.kept.clone(),
-        d.event_id.clone(),
+    d.event(
+        cx,
         format!("{channel}:{ts}:deleted"),
         thread(&d.tenant, channel, &root),
         EventKind::Message(
@@ -298,7 +320,12 @@ fn deleted(cx: &Context, d: &Delivery, m: &MessageEvent, channel: &str, is_dm: b
 /// `reaction_added` / `reaction_removed` on a message. The payload names the
 /// message but not its thread, so the thread is the message's own `ts` (a
 /// reaction on a reply lands on a thread named after that reply).
-fn reaction(cx: &Context, d: &Delivery, event: &str, added: bool) -> Result<Inbound, WebhookError> {
+fn reaction(
+    cx: &Context,
+    d: &Delivery<'_>,
+    event: &str,
+    added: bool,
+) -> Result<Inbound, WebhookError> {
     let r: ReactionEvent = serde_json::from_str(event).map_err(|e| json_error(&e))?;
     let item = r.item.unwrap_or_default();
     match item.kind.as_deref() {
@@ -324,9 +351,8 @@ fn reaction(cx: &Context, d: &Delivery, event: &str, added: bool) -> Result<Inbo
     let emoji = present(r.reaction.as_ref())
         .ok_or_else(|| malformed("reaction without name"))?
         .to_owned();
-    Ok(cx.event_keeping(
-        d.kept.clone(),
-        d.event_id.clone(),
+    Ok(d.event(
+        cx,
         d.event_id.clone(),
         thread(&d.tenant, channel, ts),
         EventKind::Reaction(Reaction::new(emoji, added, user, ts)),
@@ -337,7 +363,7 @@ fn reaction(cx: &Context, d: &Delivery, event: &str, added: bool) -> Result<Inbo
 /// thread_ts}`.
 fn assistant_thread(
     cx: &Context,
-    d: &Delivery,
+    d: &Delivery<'_>,
     kind: &str,
     event: serde_json::Value,
 ) -> Result<Inbound, WebhookError> {
@@ -352,9 +378,8 @@ fn assistant_thread(
         ));
     };
     let thread = thread(&d.tenant, channel, ts);
-    Ok(cx.event_keeping(
-        d.kept.clone(),
-        d.event_id.clone(),
+    Ok(d.event(
+        cx,
         d.event_id.clone(),
         thread,
         EventKind::Other(OtherEvent::new(kind, event)),
@@ -365,7 +390,7 @@ fn assistant_thread(
 /// thread part is empty.
 fn channel_event(
     cx: &Context,
-    d: &Delivery,
+    d: &Delivery<'_>,
     kind: &str,
     event: serde_json::Value,
 ) -> Result<Inbound, WebhookError> {
@@ -373,9 +398,8 @@ fn channel_event(
     let channel = present(c.channel.as_ref())
         .ok_or_else(|| malformed("event without channel"))?
         .to_owned();
-    Ok(cx.event_keeping(
-        d.kept.clone(),
-        d.event_id.clone(),
+    Ok(d.event(
+        cx,
         d.event_id.clone(),
         thread(&d.tenant, &channel, ""),
         EventKind::Other(OtherEvent::new(kind, event)),
@@ -384,10 +408,9 @@ fn channel_event(
 
 /// `app_uninstalled` and `tokens_revoked` in installation mode: an event of
 /// the tenant, which the adapter's `resolve` acts on (and never admits).
-fn lifecycle(cx: &Context, d: &Delivery, kind: &str, event: serde_json::Value) -> Inbound {
-    cx.event_keeping(
-        d.kept.clone(),
-        d.event_id.clone(),
+fn lifecycle(cx: &Context, d: &Delivery<'_>, kind: &str, event: serde_json::Value) -> Inbound {
+    d.event(
+        cx,
         d.event_id.clone(),
         thread(&d.tenant, "", ""),
         EventKind::Other(OtherEvent::new(kind, event)),
