@@ -6,8 +6,10 @@
 // Assertions are what these tests are for; setup failures propagate with `?`.
 #![allow(clippy::panic_in_result_fn)]
 
-use chat_core::Coordination;
+use std::time::Duration;
+
 use chat_core::{AdmitRequest, Concurrency, DedupeKey, Platform, StateError};
+use chat_core::{Coordination, Inspection};
 use chat_test_redis::{cluster_urls, single_url, unique_prefix};
 use chat_testkit::EventBuilder;
 
@@ -222,5 +224,105 @@ async fn a_mark_is_found_in_every_hour_its_ttl_spans_and_only_until_it_expires()
         state.admit(too_long).await,
         Err(StateError::InvalidRequest(_))
     ));
+    Ok(())
+}
+
+/// An event that runs at once is stored as the admit received it, so its
+/// bytes pass through the script once: `Drop` and `Queue` alike. One that
+/// waits is stored with the server's admission time and its expiry. The
+/// operator's view dates the running one from its batch's hand-out, and the
+/// holder reads it as an event that waited nothing.
+#[tokio::test]
+async fn an_event_run_at_once_is_stored_as_sent_and_one_that_waits_with_its_times() -> TestResult {
+    let Some((state, prefix, mut conn)) = single_server().await? else {
+        return Ok(());
+    };
+    let keys = Keys::new(&prefix);
+    for (n, concurrency) in [Concurrency::Drop, Concurrency::queue()]
+        .into_iter()
+        .enumerate()
+    {
+        let thread = chat_core::ThreadRef::new(Platform::new("test"), "T1", "C1", format!("{n}.0"));
+        let scope = thread.thread_scope();
+        let scope_keys = keys.scope(&scope);
+        let a = EventBuilder::new(thread.clone())
+            .id(&format!("a{n}"))
+            .mention("a")
+            .build();
+        let request = AdmitRequest::new(a.clone(), scope.clone(), concurrency);
+        let chat_core::Decision::Run(lease) = state.admit(request).await?.decision else {
+            return Err(format!("{}: a did not run", concurrency.name()).into());
+        };
+        let in_flight: Vec<Vec<u8>> = redis::cmd("LRANGE")
+            .arg(&scope_keys.run_items)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await?;
+        assert_eq!(
+            in_flight,
+            [crate::reply::encode_run_first(&a)?],
+            "{}",
+            concurrency.name()
+        );
+
+        // Dated five seconds back by its batch: the view says so.
+        let (now_s, _): (i64, i64) = redis::cmd("TIME").query_async(&mut conn).await?;
+        let _: () = redis::cmd("HSET")
+            .arg(&scope_keys.run)
+            .arg("t")
+            .arg(now_s * 1000 - 5_000)
+            .query_async(&mut conn)
+            .await?;
+        let view = state
+            .inspect_scope(&scope)
+            .await?
+            .ok_or("no view of a busy scope")?;
+        assert_eq!(view.in_flight.len(), 1);
+        assert_eq!(view.in_flight[0].event_id, a.id);
+        let age = view.in_flight[0].age;
+        assert!(
+            age >= Duration::from_secs(4) && age < Duration::from_secs(60),
+            "{age:?}"
+        );
+
+        if let Concurrency::Queue(q) = &concurrency {
+            let b = EventBuilder::new(thread.clone())
+                .id(&format!("b{n}"))
+                .mention("b")
+                .build();
+            state
+                .admit(AdmitRequest::new(b.clone(), scope.clone(), concurrency))
+                .await?;
+            let queued: Vec<String> = redis::cmd("LRANGE")
+                .arg(&scope_keys.queue)
+                .arg(0)
+                .arg(-1)
+                .query_async(&mut conn)
+                .await?;
+            assert_eq!(queued.len(), 1);
+            let mut header = queued[0].split('\n').next().unwrap_or_default().split('|');
+            let (Some(at), Some(expires)) = (header.next(), header.next()) else {
+                return Err(format!("a queued entry without its times: {}", queued[0]).into());
+            };
+            let (at, expires): (i64, i64) = (at.parse()?, expires.parse()?);
+            assert!(
+                (at - now_s * 1000).abs() < 60_000,
+                "admitted {at}, server {now_s} s"
+            );
+            assert_eq!(expires - at, i64::try_from(q.entry_ttl.as_millis())?);
+            assert_eq!(
+                header.collect::<Vec<_>>(),
+                [b.id.as_str(), thread.thread.as_str()]
+            );
+            let chat_core::Handoff::Run(batch) = state.finish(&lease).await? else {
+                return Err("the queued event was not handed over".into());
+            };
+            assert_eq!(batch.entries.len(), 1);
+            assert_eq!(batch.entries[0].event.id, b.id);
+            assert!(!batch.entries[0].expired);
+            assert!(batch.entries[0].waited < Duration::from_secs(60));
+        }
+    }
     Ok(())
 }

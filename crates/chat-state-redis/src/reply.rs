@@ -19,9 +19,29 @@ use redis::Value;
 
 use crate::error::bad_reply;
 
+/// The admission time of an entry admitted as the first of its batch, as
+/// stored: the batch's hand-out time stands for it (see [`item`]). A number
+/// later than any clock, so a reader that takes the wait as
+/// `max(0, hand-out - admitted)` reads what such an entry always is: waited
+/// 0, not expired.
+pub(crate) const AT_HAND_OUT: i64 = 9_999_999_999_999;
+
 /// An event as the scripts take it: its ref, a newline, its JSON.
 pub(crate) fn encode_event(event: &Event) -> Result<Vec<u8>, StateError> {
+    encode_into(Vec::with_capacity(256), event)
+}
+
+/// An event as the admits of `Drop` and `Queue` take it: already the entry
+/// it is stored as when it runs at once (`<AT_HAND_OUT>||<ref>\n<JSON>`),
+/// so the script stores it without building it again.
+pub(crate) fn encode_run_first(event: &Event) -> Result<Vec<u8>, StateError> {
     let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(AT_HAND_OUT.to_string().as_bytes());
+    out.extend_from_slice(b"||");
+    encode_into(out, event)
+}
+
+fn encode_into(mut out: Vec<u8>, event: &Event) -> Result<Vec<u8>, StateError> {
     escape_into(&mut out, event.id.as_str());
     out.push(b'|');
     escape_into(&mut out, &event.thread.thread);
@@ -236,7 +256,10 @@ fn item(raw: &[u8], handed_at: i64, scope: &ScopeKey) -> Result<Item, StateError
         return Err(bad_reply("malformed entry"));
     };
     let millis = |s: &[u8]| -> Option<i64> { std::str::from_utf8(s).ok()?.parse().ok() };
-    let at = millis(at).ok_or_else(|| bad_reply("malformed entry time"))?;
+    let at = match millis(at).ok_or_else(|| bad_reply("malformed entry time"))? {
+        AT_HAND_OUT => handed_at,
+        at => at,
+    };
     let expired = !expires.is_empty()
         && millis(expires).ok_or_else(|| bad_reply("malformed entry expiry"))? <= handed_at;
     let Ok(event) = serde_json::from_slice::<Event>(json) else {
@@ -376,6 +399,37 @@ mod tests {
     #[test]
     fn entries_without_a_ttl_never_expire() {
         assert!(!entry(&stored(b"1000||", &event()), i64::MAX).expired);
+    }
+
+    fn run_first(e: &Event) -> Vec<u8> {
+        match encode_run_first(e) {
+            Ok(encoded) => encoded,
+            Err(err) => panic!("encoding the event: {err}"),
+        }
+    }
+
+    /// An event run at once is sent as its stored entry: the run-at-once
+    /// stand-in, no expiry, then what every other entry holds after its times.
+    #[test]
+    fn a_run_at_once_event_is_sent_as_its_entry() {
+        let e = event();
+        let first = run_first(&e);
+        assert_eq!(first, stored(b"9999999999999||", &e));
+        assert_eq!(first[15..], stored(b"", &e)[..]);
+    }
+
+    /// Its batch's hand-out time is its admission time: waited 0 and not
+    /// expired, however late a hand-out reads it — as a reader that takes the
+    /// wait as max(0, hand-out - admitted) reads it too.
+    #[test]
+    fn a_run_at_once_entry_waited_nothing_at_any_hand_out() {
+        let e = event();
+        for handed_at in [0, 1_000, 1_796_000_000_000, AT_HAND_OUT + 1] {
+            let w = entry(&run_first(&e), handed_at);
+            assert_eq!(*w.event, e);
+            assert_eq!(w.waited, Duration::ZERO, "{handed_at}");
+            assert!(!w.expired, "{handed_at}");
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::builder::RedisStateBuilder;
 use crate::error::{bad_reply, breaks_connection, from_redis};
 use crate::keys::{BUCKETS, Keys, ScopeKeys, hash_tag};
 use crate::pool::{Conn, Link, Pools};
-use crate::reply::{Reply, encode_event, ms};
+use crate::reply::{Reply, encode_event, encode_run_first, ms};
 use crate::scripts::{Invocation, Scripts, is_missing};
 
 /// The [`StateBackend`] on Redis or Redis Cluster. Cheap to share: wrap it in an
@@ -501,7 +501,12 @@ impl Coordination for RedisState {
         };
         let token = &request.id;
         let lease_ttl = ms(request.lease_ttl);
-        let encoded = encode_event(event)?;
+        let encoded = match request.concurrency {
+            Concurrency::Debounce(_) | Concurrency::Burst(_) | Concurrency::Concurrent(_) => {
+                encode_event(event)?
+            }
+            _ => encode_run_first(event)?,
+        };
         let s = &self.scripts;
         let mut kind = LeaseKind::Exclusive;
         let mut inv = match request.concurrency {
@@ -875,7 +880,8 @@ impl Inspection for RedisState {
             .key(&keys.pending)
             .key(&keys.burst)
             .key(&keys.slots)
-            .key(&keys.slot_runs);
+            .key(&keys.slot_runs)
+            .key(&keys.run);
         crate::reply::scope_view(self.eval(&inv, self.timeout).await?, scope)
     }
 

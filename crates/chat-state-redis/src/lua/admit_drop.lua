@@ -19,7 +19,7 @@
 -- ARGV[4] lease TTL (ms)
 -- ARGV[5] the scope's member in the orphan index
 -- ARGV[6] the event's thread
--- ARGV[7] the event ("<ref>\n<JSON>")
+-- ARGV[7] the event as its run-at-once entry ("<AT_HAND_OUT>||<ref>\n<JSON>")
 --
 -- Atomic: dedupe check and mark, the subscription gate, and the lease grant
 -- with the event stored in flight. Work a holder left behind counts as busy
@@ -43,6 +43,6 @@ end
 local now, us = clock()
 mark(KEYS[1], ARGV[2], ARGV[3], 'run')
 local fence = grant(KEYS[3], KEYS[4], ARGV[3], ARGV[4], us)
-run_first(KEYS[6], KEYS[7], ARGV[3], int(now) .. '||' .. ARGV[7], now)
+run_first(KEYS[6], KEYS[7], ARGV[3], ARGV[7], now)
 index_held(KEYS[5], ARGV[5], tonumber(ARGV[4]), now)
 return {'run', subscribed, fence}

@@ -19,7 +19,7 @@
 -- ARGV[4] lease TTL (ms)
 -- ARGV[5] the scope's member in the orphan index
 -- ARGV[6] the event's thread
--- ARGV[7] the event ("<ref>\n<JSON>")
+-- ARGV[7] the event as its run-at-once entry ("<AT_HAND_OUT>||<ref>\n<JSON>")
 -- ARGV[8] max_size
 -- ARGV[9] on_full: 'drop-oldest' | 'drop-newest'
 -- ARGV[10] entry TTL (ms)
@@ -41,20 +41,22 @@ if stop then
   return stop
 end
 local now, us = clock()
-local entry = int(now) .. '|' .. int(now + tonumber(ARGV[10])) .. '|' .. ARGV[7]
+-- Run at once, the event is stored as it came; one that waits (queued, or
+-- behind work a holder left) is stored with its times.
+local expires = int(now + tonumber(ARGV[10]))
 
 local held, left = held_and_work(KEYS[3], KEYS[8], KEYS[9], KEYS[10], KEYS[6], KEYS[11])
 if not held then
   local fence = grant(KEYS[3], KEYS[4], ARGV[3], ARGV[4], us)
   if not left then
     mark(KEYS[1], ARGV[2], ARGV[3], 'run')
-    run_first(KEYS[6], KEYS[7], ARGV[3], entry, now)
+    run_first(KEYS[6], KEYS[7], ARGV[3], ARGV[7], now)
     index_held(KEYS[5], ARGV[5], tonumber(ARGV[4]), now)
     return {'run', subscribed, fence}
   end
   -- Work outlived its holder: the new holder drains it, then this event.
   mark(KEYS[1], ARGV[2], ARGV[3], 'hold')
-  redis.call('RPUSH', KEYS[8], entry)
+  redis.call('RPUSH', KEYS[8], dated(ARGV[7], now, expires))
   redis.call('SADD', KEYS[12], ARGV[6])
   reindex(KEYS[5], ARGV[5], KEYS[3], true, now)
   return {'hold', subscribed, fence}
@@ -66,7 +68,7 @@ if ARGV[9] == 'drop-newest' and redis.call('LLEN', KEYS[8]) >= max then
   return {'dropped', subscribed, 'queue-full'}
 end
 mark(KEYS[1], ARGV[2], ARGV[3], 'queued')
-local depth = redis.call('RPUSH', KEYS[8], entry)
+local depth = redis.call('RPUSH', KEYS[8], dated(ARGV[7], now, expires))
 redis.call('SADD', KEYS[12], ARGV[6])
 if depth > max then
   redis.call('RPUSH', KEYS[11], report('e', redis.call('LPOP', KEYS[8])))

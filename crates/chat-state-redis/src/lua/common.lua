@@ -11,6 +11,9 @@
 --   * An event arrives as "<ref>\n<event JSON>", where <ref> is
 --     "<event id>|<thread>" (escaped by the client: no '|' or newline inside).
 --     A stored entry is "<admitted ms>|<expires ms or empty>|<ref>\n<JSON>".
+--     The admits of `Drop` and `Queue` take the event already as the entry
+--     it is when it runs at once: "<AT_HAND_OUT>||<ref>\n<JSON>" (see
+--     below), stored as it came, so its bytes pass through Lua once.
 --   * A report (an outcome an admit decided for another event) is
 --     "R<fate>|<ref>": fate 'e' evicted, 's' superseded.
 --   * The lease is a hash {tok, f = fence, s = the batch the holder holds,
@@ -56,6 +59,20 @@ local function next_fence(fence_key, us)
   local f = int(last + 1)
   redis.call('SET', fence_key, f)
   return f
+end
+
+-- The admission time of an entry admitted as the first of its batch: the
+-- batch's hand-out time (its `t`), which is that admission's instant and is
+-- never changed when the batch is handed out again. Written as a number
+-- later than any clock, so that any reader that takes a wait as
+-- max(0, hand-out - admitted) reads it as what such an entry always is:
+-- waited 0, no expiry.
+local AT_HAND_OUT = '9999999999999||'
+
+-- An event sent as its run-at-once entry, as an entry admitted at `now`
+-- that expires at `expires` (ms, or '' for never).
+local function dated(as_first, now, expires)
+  return int(now) .. '|' .. expires .. '|' .. string.sub(as_first, #AT_HAND_OUT + 1)
 end
 
 -- Grants the scope's exclusive lease, which the caller found absent, to

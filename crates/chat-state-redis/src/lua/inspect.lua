@@ -7,20 +7,26 @@
 -- KEYS[5] its burst members              (list)
 -- KEYS[6] its slots                      (sorted set token -> expiry ms)
 -- KEYS[7] its slot runs                  (hash token -> run record)
+-- KEYS[8] its in-flight batch             (hash)
 --
 -- Entries are returned by their header, "<admitted ms>|<expires ms>|<ref>",
--- without their JSON.
+-- without their JSON; an in-flight entry admitted as the first of its batch
+-- gets its batch's hand-out time as its admission time.
 -- Reply: {now, {token, fence, pttl} | {}, in-flight headers, queued headers,
 --         pending headers, burst headers, {token, expiry ms, fence, ...},
 --         slot run headers}
 
 local now = clock()
 
-local function headers(list)
+local function headers(list, handed_out)
   local out = {}
   for _, e in ipairs(list) do
     if string.sub(e, 1, 1) ~= 'R' then
-      out[#out + 1] = string.match(e, '^[^\n]*')
+      local h = string.match(e, '^[^\n]*')
+      if handed_out and string.sub(h, 1, #AT_HAND_OUT) == AT_HAND_OUT then
+        h = handed_out .. '||' .. string.sub(h, #AT_HAND_OUT + 1)
+      end
+      out[#out + 1] = h
     end
   end
   return out
@@ -50,7 +56,7 @@ for _, v in ipairs(redis.call('HVALS', KEYS[7])) do
 end
 return {
   now, lease,
-  headers(redis.call('LRANGE', KEYS[2], 0, -1)),
+  headers(redis.call('LRANGE', KEYS[2], 0, -1), redis.call('HGET', KEYS[8], 't') or int(now)),
   headers(redis.call('LRANGE', KEYS[3], 0, -1)),
   pending,
   headers(redis.call('LRANGE', KEYS[5], 0, -1)),
