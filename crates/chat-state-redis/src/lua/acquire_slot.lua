@@ -21,7 +21,7 @@ local tok, ttl, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 purge_slots(KEYS[1], KEYS[2], KEYS[3], now)
 if redis.call('ZSCORE', KEYS[1], tok) then
   -- A repeat after the grant: the same grant, extended as the first was.
-  redis.call('ZADD', KEYS[1], 'XX', now + ttl, tok)
+  redis.call('ZADD', KEYS[1], 'XX', int(now + ttl), tok)
   reindex_slots(KEYS[6], ARGV[4], KEYS[1], KEYS[3], KEYS[4], now)
   return {'granted', slot_fence(KEYS[4], tok)}
 end
@@ -29,7 +29,7 @@ if not redis.call('ZSCORE', KEYS[3], tok) or redis.call('HEXISTS', KEYS[4], tok)
   return {'gone'}
 end
 if max > 0 and redis.call('ZCARD', KEYS[1]) >= max then
-  redis.call('ZADD', KEYS[3], now + ttl, tok)
+  redis.call('ZADD', KEYS[3], int(now + ttl), tok)
   reindex_slots(KEYS[6], ARGV[4], KEYS[1], KEYS[3], KEYS[4], now)
   return {'full'}
 end

@@ -34,7 +34,7 @@ if stop then
   local slot = redis.call('ZSCORE', KEYS[3], rid)
   if stop[3] == 'slot' and slot and tonumber(slot) > now then
     -- A replayed grant extends the slot, as the first answer did.
-    redis.call('ZADD', KEYS[3], 'XX', now + tonumber(ARGV[4]), rid)
+    redis.call('ZADD', KEYS[3], 'XX', int(now + tonumber(ARGV[4])), rid)
     return {'run', subscribed, slot_fence(KEYS[6], rid)}
   end
   if stop[3] == 'wait-slot' and (slot or redis.call('ZSCORE', KEYS[5], rid)) then
@@ -53,6 +53,6 @@ if max == 0 or redis.call('ZCARD', KEYS[3]) < max then
   return {'run', subscribed, fence}
 end
 mark(KEYS[1], ARGV[2], ARGV[3], 'wait-slot')
-redis.call('ZADD', KEYS[5], now + ttl, ARGV[3])
+redis.call('ZADD', KEYS[5], int(now + ttl), ARGV[3])
 reindex_slots(KEYS[8], ARGV[6], KEYS[3], KEYS[5], KEYS[6], now)
 return {'waiting-for-slot', subscribed}

@@ -27,7 +27,7 @@ local now, us = clock()
 local tok, ttl, member = ARGV[2], tonumber(ARGV[3]), ARGV[1]
 local l = redis.call('HMGET', KEYS[1], 'tok', 'f', 's')
 if l[1] == tok and l[3] == '0' then
-  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return {'scope', l[2]}
 end
 local again = redis.call('HGET', KEYS[12], tok)
@@ -38,7 +38,7 @@ end
 
 local work = has_work(KEYS[5], KEYS[6], KEYS[7], KEYS[4], KEYS[8])
 if not l[1] and work then
-  local fence = grant(KEYS[1], KEYS[2], tok, ttl, us)
+  local fence = grant(KEYS[1], KEYS[2], tok, ARGV[3], us)
   reindex(KEYS[3], member, KEYS[1], true, now)
   return {'scope', fence}
 end
@@ -56,7 +56,7 @@ for _, old in ipairs(redis.call('HKEYS', KEYS[12])) do
     end
     redis.call('HDEL', KEYS[12], old)
     redis.call('HSET', KEYS[12], tok, int(a) .. '|' .. int(lapses) .. '|0|0|m' .. max .. '|' .. entry)
-    redis.call('ZADD', KEYS[11], now + ttl, tok)
+    redis.call('ZADD', KEYS[11], int(now + ttl), tok)
     reindex_slots(KEYS[13], member, KEYS[9], KEYS[11], KEYS[12], now)
     return {'slot', int(a), int(lapses), max, entry}
   end

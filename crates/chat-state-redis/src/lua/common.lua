@@ -42,6 +42,9 @@ local function clock()
   return clock_ms, clock_us
 end
 
+-- A whole number as text. Numbers go to Redis as text made here: a Lua
+-- number given to redis.call is printed by the server as a double ('%.17g'),
+-- which costs several times more.
 local function int(n)
   return string.format('%d', n)
 end
@@ -121,7 +124,7 @@ local function reindex(index, member, lease, working, now)
   if ttl < 0 then
     ttl = 0
   end
-  redis.call('ZADD', index, (now or clock()) + ttl, member)
+  redis.call('ZADD', index, int((now or clock()) + ttl), member)
 end
 
 -- Dedupe marks. Each mark would cost a key of its own (over 200 bytes of
@@ -181,8 +184,9 @@ local function mark(name, ttl, rid, recorded)
   redis.call('HSET', key, field, MARK_CODES[recorded] .. struct.pack('>I6', expires) .. request_digest(rid))
   -- The hash lives as long as its longest mark: GT extends an expiry; a hash
   -- this HSET created has none yet, and NX sets it.
-  if redis.call('PEXPIREAT', key, expires, 'GT') == 0 then
-    redis.call('PEXPIREAT', key, expires, 'NX')
+  local at = int(expires)
+  if redis.call('PEXPIREAT', key, at, 'GT') == 0 then
+    redis.call('PEXPIREAT', key, at, 'NX')
   end
 end
 
@@ -256,7 +260,7 @@ end
 
 -- Indexes a scope whose lease was just granted or extended by `ttl` ms.
 local function index_held(index, member, ttl, now)
-  redis.call('ZADD', index, now + ttl, member)
+  redis.call('ZADD', index, int(now + ttl), member)
 end
 
 -- The in-flight batch, as handed to its holder:
@@ -270,7 +274,7 @@ end
 -- for two TTLs, and at least a minute (a caller may take several client
 -- timeouts to get through again).
 local function remember_ack(ack, ttl)
-  redis.call('SET', ack, '1', 'PX', math.max(2 * ttl, 60000))
+  redis.call('SET', ack, '1', 'PX', int(math.max(2 * ttl, 60000)))
 end
 
 local function was_acked(ack)
@@ -378,7 +382,7 @@ end
 -- Grants a slot to `token` (whose run is stored); returns its fence.
 local function grant_slot(slots, runs, fence_key, token, ttl, now, us)
   local f = next_fence(fence_key, us)
-  redis.call('ZADD', slots, now + ttl, token)
+  redis.call('ZADD', slots, int(now + ttl), token)
   local v = redis.call('HGET', runs, token)
   if v then
     local a, l, h, rest = string.match(v, '^([^|]*)|([^|]*)|([^|]*)|[^|]*|(.*)$')

@@ -51,7 +51,7 @@ local held = tonumber(l[2])
 if held == seq + 1 then
   if r[1] == tok and tonumber(r[2]) == seq + 1 then
     -- The same batch again, and the same extension the first answer gave.
-    redis.call('PEXPIRE', lease, ttl)
+    redis.call('PEXPIRE', lease, ARGV[3])
     reindex(index, member, lease, true)
     return handed(run, items)
   end
@@ -80,7 +80,7 @@ elseif not waiting and redis.call('EXISTS', run) == 0 then
   return {'released'}
 end
 local now = clock()
-redis.call('PEXPIRE', lease, ttl)
+redis.call('PEXPIRE', lease, ARGV[3])
 
 if not own and redis.call('EXISTS', run) == 1 then
   -- Left by a holder that is gone: it runs again, first.

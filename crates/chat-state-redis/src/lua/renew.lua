@@ -15,6 +15,6 @@ if not owns(KEYS[1], ARGV[1]) then
 end
 local now = clock()
 local ttl = tonumber(ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ttl)
-redis.call('ZADD', KEYS[2], 'XX', now + ttl, ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], 'XX', int(now + ttl), ARGV[3])
 return {'renewed', tonumber(redis.call('HGET', KEYS[1], 'c') or '0')}

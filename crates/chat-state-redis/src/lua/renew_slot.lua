@@ -17,6 +17,6 @@ local expires = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not expires or tonumber(expires) <= now then
   return {'lost'}
 end
-redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZADD', KEYS[1], 'XX', int(now + tonumber(ARGV[2])), ARGV[1])
 reindex_slots(KEYS[5], ARGV[3], KEYS[1], KEYS[3], KEYS[4], now)
 return {'renewed', tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')}
