@@ -185,6 +185,71 @@ fn answered<T: serde::de::DeserializeOwned + Answered>(
     }
 }
 
+/// `ok`, else the error code.
+fn verdict(ok: bool, error: Option<&str>) -> Result<(), Option<&str>> {
+    if ok { Ok(()) } else { Err(error) }
+}
+
+/// An answer read for its verdict alone: `ok` and `error`, every other
+/// member skipped unread (no JSON tree is built).
+#[derive(Deserialize)]
+struct Done {
+    #[serde(default)]
+    ok: bool,
+    error: Option<String>,
+}
+
+impl Answered for Done {
+    fn verdict(&self) -> Result<(), Option<&str>> {
+        verdict(self.ok, self.error.as_deref())
+    }
+}
+
+/// The answer of a method that posts a message: its verdict, and where the
+/// message is.
+#[derive(Deserialize)]
+struct Posted {
+    #[serde(default)]
+    ok: bool,
+    error: Option<String>,
+    channel: Option<String>,
+    ts: Option<String>,
+}
+
+impl Answered for Posted {
+    fn verdict(&self) -> Result<(), Option<&str>> {
+        verdict(self.ok, self.error.as_deref())
+    }
+}
+
+impl Posted {
+    /// Where the message is (`channel` when the answer leaves it out).
+    fn message(self, method: &str, channel: &str) -> Result<PostedMessage, AdapterError> {
+        let ts = self
+            .ts
+            .ok_or_else(|| AdapterError::Decode(format!("{method} answer without ts").into()))?;
+        Ok(PostedMessage {
+            channel: self.channel.unwrap_or_else(|| channel.to_owned()),
+            ts,
+        })
+    }
+}
+
+/// A reaction on a message (`reactions.add`, `reactions.remove`).
+#[derive(serde::Serialize)]
+struct Reaction<'a> {
+    channel: &'a str,
+    timestamp: &'a str,
+    name: &'a str,
+}
+
+/// A message named by its channel and `ts` (`chat.stopStream`, `chat.delete`).
+#[derive(serde::Serialize)]
+struct At<'a> {
+    channel: &'a str,
+    ts: &'a str,
+}
+
 /// `Bearer {token}` as a sensitive header value.
 fn bearer(token: &str) -> Result<HeaderValue, BuildError> {
     if token.is_empty() {
@@ -474,6 +539,18 @@ impl SlackClient {
         answered(method, &bytes)
     }
 
+    /// Sends `body`, serialized from its borrowed parts, and reads the
+    /// answer as `T`: the calls the runtime makes most build no JSON tree
+    /// either way.
+    async fn send_body<B, T>(&self, method: &str, body: &B) -> Result<T, AdapterError>
+    where
+        B: serde::Serialize + ?Sized,
+        T: serde::de::DeserializeOwned + Answered,
+    {
+        let payload = serde_json::to_vec(body).map_err(|e| AdapterError::Decode(Box::new(e)))?;
+        self.send_json(method, payload).await
+    }
+
     /// `chat.postMessage`: posts `text` in `channel`, as a reply in `thread_ts`
     /// when given.
     pub async fn post_message(
@@ -651,23 +728,6 @@ impl SlackClient {
             #[serde(skip_serializing_if = "Option::is_none")]
             metadata: Option<Metadata<'a>>,
         }
-        #[derive(Deserialize)]
-        struct Posted {
-            #[serde(default)]
-            ok: bool,
-            error: Option<String>,
-            channel: Option<String>,
-            ts: Option<String>,
-        }
-        impl Answered for Posted {
-            fn verdict(&self) -> Result<(), Option<&str>> {
-                if self.ok {
-                    Ok(())
-                } else {
-                    Err(self.error.as_deref())
-                }
-            }
-        }
         let body = Post {
             channel,
             text: &content.text,
@@ -681,15 +741,8 @@ impl SlackClient {
                 },
             }),
         };
-        let payload = serde_json::to_vec(&body).map_err(|e| AdapterError::Decode(Box::new(e)))?;
-        let posted: Posted = self.send_json("chat.postMessage", payload).await?;
-        let ts = posted
-            .ts
-            .ok_or_else(|| AdapterError::Decode("chat.postMessage answer without ts".into()))?;
-        Ok(PostedMessage {
-            channel: posted.channel.unwrap_or_else(|| channel.to_owned()),
-            ts,
-        })
+        let posted: Posted = self.send_body("chat.postMessage", &body).await?;
+        posted.message("chat.postMessage", channel)
     }
 
     /// `conversations.replies`: one page of thread `ts` in `channel` (the
@@ -867,23 +920,25 @@ impl SlackClient {
         markdown_text: &str,
         recipient: Option<(&str, &str)>,
     ) -> Result<PostedMessage, AdapterError> {
-        let mut body = json!({
-            "channel": channel,
-            "thread_ts": thread_ts,
-            "markdown_text": markdown_text,
-        });
-        if let Some((user, team)) = recipient {
-            body["recipient_user_id"] = json!(user);
-            body["recipient_team_id"] = json!(team);
+        #[derive(serde::Serialize)]
+        struct Start<'a> {
+            channel: &'a str,
+            thread_ts: &'a str,
+            markdown_text: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            recipient_user_id: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            recipient_team_id: Option<&'a str>,
         }
-        let answer = self.call("chat.startStream", &body).await?;
-        let ts = answer["ts"]
-            .as_str()
-            .ok_or_else(|| AdapterError::Decode("chat.startStream answer without ts".into()))?;
-        Ok(PostedMessage {
-            channel: answer["channel"].as_str().unwrap_or(channel).to_owned(),
-            ts: ts.to_owned(),
-        })
+        let body = Start {
+            channel,
+            thread_ts,
+            markdown_text,
+            recipient_user_id: recipient.map(|(user, _)| user),
+            recipient_team_id: recipient.map(|(_, team)| team),
+        };
+        let posted: Posted = self.send_body("chat.startStream", &body).await?;
+        posted.message("chat.startStream", channel)
     }
 
     /// `chat.appendStream`: appends `markdown_text` to stream `ts`.
@@ -893,14 +948,27 @@ impl SlackClient {
         ts: &str,
         markdown_text: &str,
     ) -> Result<(), AdapterError> {
-        let body = json!({ "channel": channel, "ts": ts, "markdown_text": markdown_text });
-        self.call("chat.appendStream", &body).await.map(drop)
+        #[derive(serde::Serialize)]
+        struct Append<'a> {
+            channel: &'a str,
+            ts: &'a str,
+            markdown_text: &'a str,
+        }
+        let body = Append {
+            channel,
+            ts,
+            markdown_text,
+        };
+        let _: Done = self.send_body("chat.appendStream", &body).await?;
+        Ok(())
     }
 
     /// `chat.stopStream`: ends stream `ts`.
     pub async fn stop_stream(&self, channel: &str, ts: &str) -> Result<(), AdapterError> {
-        let body = json!({ "channel": channel, "ts": ts });
-        self.call("chat.stopStream", &body).await.map(drop)
+        let _: Done = self
+            .send_body("chat.stopStream", &At { channel, ts })
+            .await?;
+        Ok(())
     }
 
     /// Uploads a file into `channel` (and thread `thread_ts`), as Slack's
@@ -1009,8 +1077,8 @@ impl SlackClient {
 
     /// `chat.delete`: deletes the bot's message `ts`.
     pub async fn delete_message(&self, channel: &str, ts: &str) -> Result<(), AdapterError> {
-        let body = json!({ "channel": channel, "ts": ts });
-        self.call("chat.delete", &body).await.map(drop)
+        let _: Done = self.send_body("chat.delete", &At { channel, ts }).await?;
+        Ok(())
     }
 
     /// `reactions.add`: reacts to message `ts` with `name` (colons optional).
@@ -1021,8 +1089,12 @@ impl SlackClient {
         ts: &str,
         name: &str,
     ) -> Result<(), AdapterError> {
-        let body = json!({ "channel": channel, "timestamp": ts, "name": emoji_name(name) });
-        match self.call("reactions.add", &body).await {
+        let body = Reaction {
+            channel,
+            timestamp: ts,
+            name: emoji_name(name),
+        };
+        match self.send_body::<_, Done>("reactions.add", &body).await {
             Err(AdapterError::Api { code }) if code == "already_reacted" => Ok(()),
             other => other.map(drop),
         }
@@ -1035,8 +1107,12 @@ impl SlackClient {
         ts: &str,
         name: &str,
     ) -> Result<(), AdapterError> {
-        let body = json!({ "channel": channel, "timestamp": ts, "name": emoji_name(name) });
-        match self.call("reactions.remove", &body).await {
+        let body = Reaction {
+            channel,
+            timestamp: ts,
+            name: emoji_name(name),
+        };
+        match self.send_body::<_, Done>("reactions.remove", &body).await {
             Err(AdapterError::Api { code }) if code == "no_reaction" => Ok(()),
             other => other.map(drop),
         }
@@ -1050,10 +1126,19 @@ impl SlackClient {
         thread_ts: &str,
         status: &str,
     ) -> Result<(), AdapterError> {
-        let body = json!({ "channel_id": channel, "thread_ts": thread_ts, "status": status });
-        self.call("assistant.threads.setStatus", &body)
-            .await
-            .map(drop)
+        #[derive(serde::Serialize)]
+        struct Status<'a> {
+            channel_id: &'a str,
+            thread_ts: &'a str,
+            status: &'a str,
+        }
+        let body = Status {
+            channel_id: channel,
+            thread_ts,
+            status,
+        };
+        let _: Done = self.send_body("assistant.threads.setStatus", &body).await?;
+        Ok(())
     }
 
     /// `views.open`: opens a modal with a `trigger_id` (valid for about 3 s).
