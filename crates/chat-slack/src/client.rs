@@ -286,6 +286,12 @@ impl BotIdentity {
     }
 }
 
+/// The longest `markdown_text` Slack takes in one `chat.startStream` or
+/// `chat.appendStream`: 12,000 characters
+/// (<https://docs.slack.dev/reference/methods/chat.appendStream>), counted here
+/// in UTF-16 code units, which are never fewer.
+pub const STREAM_TEXT_MAX: usize = 12_000;
+
 /// The message-metadata event type of a handler run's replies.
 pub const REPLY_EVENT_TYPE: &str = "chat_rs_reply";
 

@@ -244,8 +244,8 @@ pub use chat_core::{Clock, SystemClock};
 pub use chat_http::{HttpOptions, MAX_ANSWER_BYTES, Proxy};
 pub use chat_installations::oauth::{OAuthBuildError, OAuthError, StateRefusal};
 pub use client::{
-    BotIdentity, Content, DEFAULT_API_BASE_URL, PostedMessage, REPLY_EVENT_TYPE, SlackClient,
-    SlackClientBuilder,
+    BotIdentity, Content, DEFAULT_API_BASE_URL, PostedMessage, REPLY_EVENT_TYPE, STREAM_TEXT_MAX,
+    SlackClient, SlackClientBuilder,
 };
 pub use error::BuildError;
 pub use oauth::{

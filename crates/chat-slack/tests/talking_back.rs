@@ -343,6 +343,50 @@ async fn a_stream_goes_out_natively_in_the_thread() {
     assert_eq!(texts(&fake), ["Hello world"]);
 }
 
+/// Slack takes at most 12,000 characters in one stream call (the fake
+/// refuses more): a longer piece, first or later, goes out in several.
+#[tokio::test(start_paused = true)]
+async fn a_piece_longer_than_slack_takes_in_one_stream_call_goes_out_in_several() {
+    let fake = FakeSlack::start().await;
+    let line = |n: usize| format!("line {n:05} of a long answer.\n");
+    let first: String = (0..1_000).map(line).collect();
+    let later: String = (1_000..1_500).map(line).collect();
+    let (a, b) = (first.clone(), later.clone());
+    let bot = bot(&fake, move |ctx: Ctx, _e: Event| {
+        let (a, b) = (a.clone(), b.clone());
+        async move {
+            ctx.thread()
+                .stream(words(&[&a, &b], Duration::from_millis(50)))
+                .await?;
+            Ok(())
+        }
+    });
+    mention(&bot, "Ev1", "1700000001.000001").await;
+    let starts = fake.calls_of("chat.startStream");
+    let appends = fake.calls_of("chat.appendStream");
+    let sent: Vec<&str> = starts
+        .iter()
+        .chain(&appends)
+        .map(|c| c.body["markdown_text"].as_str().unwrap())
+        .collect();
+    assert_eq!(starts.len(), 1);
+    assert!(
+        sent.len() >= 4,
+        "{} calls for {} + {} characters",
+        sent.len(),
+        first.len(),
+        later.len()
+    );
+    for text in &sent {
+        assert!(text.chars().count() <= chat_slack::STREAM_TEXT_MAX);
+        assert!(text.ends_with('\n'), "cut at a line end");
+    }
+    assert!(starts.iter().chain(&appends).all(|c| c.ok));
+    assert!(fake.posts().is_empty(), "no fallback");
+    assert_eq!(sent.concat(), format!("{first}{later}"));
+    assert_eq!(texts(&fake), [format!("{first}{later}")]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_refused_stream_falls_back_to_a_post_and_throttled_edits() {
     let fake = FakeSlack::start().await;

@@ -73,6 +73,14 @@ pub trait Streams: Send + Sync {
     /// posts the final answer apart from what it showed while streaming.
     async fn stop_stream(&self, stream: &MessageRef, full_text: &str) -> Result<(), AdapterError>;
 
+    /// The longest text one [`start_stream`](Self::start_stream) or
+    /// [`append_stream`](Self::append_stream) takes, in UTF-16 code units of
+    /// its Markdown (Slack: 12,000). The runtime sends a longer text in
+    /// several appends, which the stream joins. Default: `None` (no limit).
+    fn max_stream_text_len(&self) -> Option<usize> {
+        None
+    }
+
     /// How long a stream may stay open: the runtime stops it and goes on in a
     /// new one before then (Slack expires a stream after about five
     /// minutes). Default: no limit.

@@ -139,11 +139,16 @@ impl Thread {
         let Some(streams) = self.adapter.as_streams() else {
             return self.stream_by_edits(first, pieces, interval).await;
         };
+        let head = head_len(&first, streams.max_stream_text_len());
         let started = self
-            .bounded(streams.start_stream(&self.thread, &first, self.recipient.as_deref()))
+            .bounded(streams.start_stream(&self.thread, &first[..head], self.recipient.as_deref()))
             .await;
         match started {
-            Ok(stream) => self.stream_natively(streams, stream, first, pieces).await,
+            Ok(stream) => {
+                // The rest of a first piece too long to open the stream with.
+                self.append_all(streams, &stream, &first[head..]).await?;
+                self.stream_natively(streams, stream, first, pieces).await
+            }
             Err(AdapterError::Unsupported(_) | AdapterError::Api { .. }) => {
                 self.stream_by_edits(first, pieces, interval).await
             }
@@ -184,13 +189,19 @@ impl Thread {
             }
             if lifetime.is_some_and(|l| opened.elapsed() >= l) {
                 self.bounded(streams.stop_stream(&stream, &shown)).await?;
+                let head = head_len(&text, streams.max_stream_text_len());
                 stream = self
-                    .bounded(streams.start_stream(&self.thread, &text, self.recipient.as_deref()))
+                    .bounded(streams.start_stream(
+                        &self.thread,
+                        &text[..head],
+                        self.recipient.as_deref(),
+                    ))
                     .await?;
+                self.append_all(streams, &stream, &text[head..]).await?;
                 opened = Instant::now();
                 shown = text;
             } else {
-                self.bounded(streams.append_stream(&stream, &text)).await?;
+                self.append_all(streams, &stream, &text).await?;
                 shown.push_str(&text);
             }
             if failed.is_some() {
@@ -206,6 +217,23 @@ impl Thread {
                 message: stream,
             }),
         }
+    }
+
+    /// Appends `text` to a native stream, in as many appends as the
+    /// platform's limit on one append's text takes (none when it is empty).
+    async fn append_all(
+        &self,
+        streams: &dyn Streams,
+        stream: &MessageRef,
+        mut text: &str,
+    ) -> Result<(), AdapterError> {
+        let limit = streams.max_stream_text_len();
+        while !text.is_empty() {
+            let (part, rest) = text.split_at(head_len(text, limit));
+            self.bounded(streams.append_stream(stream, part)).await?;
+            text = rest;
+        }
+        Ok(())
     }
 
     /// A platform that cannot edit (WhatsApp): the whole answer, posted once
@@ -311,6 +339,14 @@ impl Thread {
     }
 }
 
+/// How much of `text` one call of a native stream carries under `limit`
+/// UTF-16 code units: all of it when it fits (or there is no limit), else up
+/// to where [`overflow`] cuts. The parts a stream sends join into the text as
+/// it came.
+fn head_len(text: &str, limit: Option<usize>) -> usize {
+    limit.and_then(|l| overflow(text, l)).unwrap_or(text.len())
+}
+
 /// Where `text` must be cut to fit `limit` UTF-16 code units: after the
 /// last line end (else space) that fits, else at the limit itself; `None`
 /// when it fits whole.
@@ -338,7 +374,22 @@ fn overflow(text: &str, limit: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::overflow;
+    use super::{head_len, overflow};
+
+    #[test]
+    fn a_stream_call_carries_the_whole_text_or_a_head_within_the_limit() {
+        assert_eq!(head_len("one two three", None), 13, "no limit");
+        assert_eq!(head_len("one two", Some(7)), 7, "fits");
+        assert_eq!(head_len("one two three", Some(8)), 8, "after `one two `");
+        let mut rest = "🚀🚀🚀 abc";
+        let mut parts = Vec::new();
+        while !rest.is_empty() {
+            let (part, tail) = rest.split_at(head_len(rest, Some(3)));
+            parts.push(part);
+            rest = tail;
+        }
+        assert_eq!(parts, ["🚀", "🚀", "🚀 ", "abc"]);
+    }
 
     #[test]
     fn a_text_past_the_limit_is_cut_at_a_line_or_word_end() {

@@ -100,6 +100,13 @@ impl chat_core::Streams for SlackAdapter {
             .await
     }
 
+    /// 12,000 characters: Slack's limit on `markdown_text` of
+    /// `chat.startStream` and `chat.appendStream`
+    /// (<https://docs.slack.dev/reference/methods/chat.appendStream>).
+    fn max_stream_text_len(&self) -> Option<usize> {
+        Some(crate::client::STREAM_TEXT_MAX)
+    }
+
     /// Four minutes: Slack ends a stream after about five.
     fn stream_lifetime(&self) -> Option<Duration> {
         Some(Duration::from_secs(4 * 60))

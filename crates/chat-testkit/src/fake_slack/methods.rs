@@ -6,6 +6,9 @@ use serde_json::{Value, json};
 
 use super::{FakeSlack, Workspace};
 
+/// The most characters one `markdown_text` of a stream carries.
+const STREAM_TEXT_MAX: usize = 12_000;
+
 /// What Slack answers when `method` succeeds.
 pub(super) fn success(record: &mut Workspace, method: &str, body: &Value) -> Value {
     let field = |name: &str| body.get(name).cloned().unwrap_or(Value::Null);
@@ -15,6 +18,16 @@ pub(super) fn success(record: &mut Workspace, method: &str, body: &Value) -> Val
         {
             let errors = invalid_blocks(body).unwrap_or_default();
             json!({ "ok": false, "error": "invalid_blocks", "errors": errors })
+        }
+        // Slack's limit on a stream's `markdown_text`: 12,000 characters
+        // (docs.slack.dev, chat.startStream / chat.appendStream). Slack does not
+        // document the error it answers; the fake answers its generic one.
+        "chat.startStream" | "chat.appendStream"
+            if body["markdown_text"]
+                .as_str()
+                .is_some_and(|t| t.chars().count() > STREAM_TEXT_MAX) =>
+        {
+            json!({ "ok": false, "error": "invalid_arguments" })
         }
         "chat.postMessage" => {
             let ts = next_ts(record);
