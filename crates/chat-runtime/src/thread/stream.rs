@@ -139,14 +139,9 @@ impl Thread {
         let Some(streams) = self.adapter.as_streams() else {
             return self.stream_by_edits(first, pieces, interval).await;
         };
-        let head = head_len(&first, streams.max_stream_text_len());
-        let started = self
-            .bounded(streams.start_stream(&self.thread, &first[..head], self.recipient.as_deref()))
-            .await;
-        match started {
-            Ok(stream) => {
-                // The rest of a first piece too long to open the stream with.
-                self.append_all(streams, &stream, &first[head..]).await?;
+        match self.open_stream(streams, &first).await {
+            Ok((stream, rest)) => {
+                self.append_all(streams, &stream, rest).await?;
                 self.stream_natively(streams, stream, first, pieces).await
             }
             Err(AdapterError::Unsupported(_) | AdapterError::Api { .. }) => {
@@ -189,15 +184,9 @@ impl Thread {
             }
             if lifetime.is_some_and(|l| opened.elapsed() >= l) {
                 self.bounded(streams.stop_stream(&stream, &shown)).await?;
-                let head = head_len(&text, streams.max_stream_text_len());
-                stream = self
-                    .bounded(streams.start_stream(
-                        &self.thread,
-                        &text[..head],
-                        self.recipient.as_deref(),
-                    ))
-                    .await?;
-                self.append_all(streams, &stream, &text[head..]).await?;
+                let (opened_again, rest) = self.open_stream(streams, &text).await?;
+                stream = opened_again;
+                self.append_all(streams, &stream, rest).await?;
                 opened = Instant::now();
                 shown = text;
             } else {
@@ -217,6 +206,20 @@ impl Thread {
                 message: stream,
             }),
         }
+    }
+
+    /// Opens a native stream in the thread with as much of `text` as one
+    /// call takes; returns it and the rest of `text`, still to append.
+    async fn open_stream<'t>(
+        &self,
+        streams: &dyn Streams,
+        text: &'t str,
+    ) -> Result<(MessageRef, &'t str), AdapterError> {
+        let (head, rest) = text.split_at(head_len(text, streams.max_stream_text_len()));
+        let stream = self
+            .bounded(streams.start_stream(&self.thread, head, self.recipient.as_deref()))
+            .await?;
+        Ok((stream, rest))
     }
 
     /// Appends `text` to a native stream, in as many appends as the
