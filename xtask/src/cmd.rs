@@ -16,12 +16,39 @@ pub(crate) fn is_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
-/// `cargo`, as the one that runs xtask.
+/// `cargo`, as the one that runs xtask, without the variables `cargo run`
+/// set for xtask itself ([`is_xtask_own`]): build scripts that watch them
+/// (ring's watches `CARGO_PKG_NAME`) would otherwise be run again, and all
+/// that depends on them rebuilt, each time a build alternates between xtask
+/// and a shell.
 pub(crate) fn cargo() -> Command {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut c = Command::new(cargo);
     c.current_dir(root());
+    without_xtask_own(&mut c, std::env::vars_os().map(|(name, _)| name));
     c
+}
+
+/// Removes from `c`'s environment those of `names` that [`is_xtask_own`].
+fn without_xtask_own(c: &mut Command, names: impl Iterator<Item = std::ffi::OsString>) {
+    for name in names {
+        if name.to_str().is_some_and(is_xtask_own) {
+            c.env_remove(name);
+        }
+    }
+}
+
+/// Whether `name` is one of the variables cargo sets for the package it
+/// runs (here xtask), as opposed to the user's cargo settings.
+fn is_xtask_own(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_MANIFEST_")
+        || [
+            "CARGO_CRATE_NAME",
+            "CARGO_BIN_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+        ]
+        .contains(&name)
 }
 
 /// Whether `cargo <sub> --version` works (an installed cargo subcommand).
@@ -140,6 +167,30 @@ mod tests {
         let (ok, kept) = super::run_keeping(c, |l| l.starts_with("FAIL"));
         assert!(!ok);
         assert_eq!(kept, ["FAIL [1s] a", "FAIL \u{fffd}"]);
+    }
+
+    #[test]
+    fn cargo_runs_without_the_variables_cargo_run_set_for_xtask_but_with_the_users() {
+        let mut c = Command::new("sh");
+        c.args([
+            "-c",
+            "echo \"${CARGO_PKG_NAME-unset} ${CARGO_MANIFEST_DIR-unset} ${CARGO_TARGET_DIR-unset} ${CARGO_INCREMENTAL-unset}\"",
+        ])
+        .env("CARGO_PKG_NAME", "xtask")
+        .env("CARGO_MANIFEST_DIR", "/x")
+        .env("CARGO_TARGET_DIR", "/t")
+        .env("CARGO_INCREMENTAL", "0");
+        let names = [
+            "CARGO_PKG_NAME",
+            "CARGO_MANIFEST_DIR",
+            "CARGO_TARGET_DIR",
+            "CARGO_INCREMENTAL",
+        ];
+        super::without_xtask_own(&mut c, names.iter().map(std::ffi::OsString::from));
+        let out = c
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+        assert_eq!(out.ok().as_deref(), Some("unset unset /t 0\n"));
     }
 
     #[test]
