@@ -6,7 +6,6 @@ use crate::cmd::{self, cargo};
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let release = args.iter().any(|a| a == "--release");
-    let passed: Vec<&String> = args.iter().filter(|a| *a != "--release").collect();
     let mut build = cargo();
     build.args([
         "build", "--quiet", "-p", "examples", "--bin", "echo-bot", "-p", "chaos", "--bin", "chaos",
@@ -14,9 +13,33 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if release {
         build.arg("--release");
     }
+    run_built_by(build, args)
+}
+
+/// The quick run after the workspace's test build: echo-bot and the harness
+/// built with the test build's features (the whole workspace, every
+/// feature, dev-dependencies in), so that its artifacts serve as they are
+/// rather than those of echo-bot's and the harness's own features being
+/// built anew.
+pub(crate) fn quick_after_tests() -> Result<(), String> {
+    let mut build = cargo();
+    build.args([
+        "build",
+        "--quiet",
+        "--workspace",
+        "--all-features",
+        "--all-targets",
+    ]);
+    run_built_by(build, &["--quick".to_owned()])
+}
+
+/// Builds with `build`, then runs the harness with `args`.
+fn run_built_by(build: std::process::Command, args: &[String]) -> Result<(), String> {
     if !cmd::run(build).0 {
         return Err("building echo-bot and the chaos harness failed".into());
     }
+    let release = args.iter().any(|a| a == "--release");
+    let passed: Vec<&String> = args.iter().filter(|a| *a != "--release").collect();
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| cmd::root().join("target"));

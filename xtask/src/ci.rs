@@ -240,7 +240,7 @@ fn chaos(why: &mut Vec<(&'static str, Vec<String>)>) -> Outcome {
         return Outcome::Missing("apt-get install redis-server redis-tools");
     }
     let start = std::time::Instant::now();
-    match crate::chaos::run(&["--quick".to_owned()]) {
+    match crate::chaos::quick_after_tests() {
         Ok(()) => Outcome::Passed(start.elapsed()),
         Err(e) => {
             eprintln!("ci: chaos: {e}");
