@@ -13,7 +13,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if release {
         build.arg("--release");
     }
-    run_built_by(build, args)
+    run_built_by(build, release, args)
 }
 
 /// The quick run after the workspace's test build: echo-bot and the harness
@@ -30,15 +30,19 @@ pub(crate) fn quick_after_tests() -> Result<(), String> {
         "--all-features",
         "--all-targets",
     ]);
-    run_built_by(build, &["--quick".to_owned()])
+    run_built_by(build, false, &["--quick".to_owned()])
 }
 
-/// Builds with `build`, then runs the harness with `args`.
-fn run_built_by(build: std::process::Command, args: &[String]) -> Result<(), String> {
+/// Builds with `build` (a `release` build or not), then runs the harness
+/// with `args`.
+fn run_built_by(
+    build: std::process::Command,
+    release: bool,
+    args: &[String],
+) -> Result<(), String> {
     if !cmd::run(build).0 {
         return Err("building echo-bot and the chaos harness failed".into());
     }
-    let release = args.iter().any(|a| a == "--release");
     let passed: Vec<&String> = args.iter().filter(|a| *a != "--release").collect();
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)

@@ -161,11 +161,10 @@ trait Answered {
 
 impl Answered for Value {
     fn verdict(&self) -> Result<(), Option<&str>> {
-        if self.get("ok").and_then(Value::as_bool) == Some(true) {
-            Ok(())
-        } else {
-            Err(self.get("error").and_then(Value::as_str))
-        }
+        verdict(
+            self.get("ok").and_then(Value::as_bool) == Some(true),
+            self.get("error").and_then(Value::as_str),
+        )
     }
 }
 
@@ -409,8 +408,7 @@ impl SlackClient {
     /// Calls any Web API method with a JSON body and returns Slack's answer
     /// (with `"ok": true`).
     pub async fn call(&self, method: &str, body: &Value) -> Result<Value, AdapterError> {
-        let payload = serde_json::to_vec(body).map_err(|e| AdapterError::Decode(Box::new(e)))?;
-        self.send_json(method, payload).await
+        self.send_body(method, body).await
     }
 
     /// Calls a method with a form body (the read methods, such as
