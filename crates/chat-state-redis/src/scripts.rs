@@ -221,13 +221,13 @@ pub(crate) fn library_name() -> String {
 
 /// The library's code: the shebang, the shared helpers, then each operation
 /// as a function whose parameters take the names scripts read (`KEYS`,
-/// `ARGV`). The helpers' clock is per call: each function forgets the last
-/// call's instant first.
+/// `ARGV`). What the helpers remember (the clock, the mark a lookup read) is
+/// per call: each function forgets the last call's first.
 fn library_code(name: &str) -> String {
     let mut code = format!("#!lua name={name}\n{COMMON}\n");
     for (op, body, flags) in OPERATIONS {
         code.push_str(&format!(
-            "redis.register_function{{function_name = '{name}_{op}', flags = {{{flags}}}, callback = function(KEYS, ARGV)\nclock_ms = nil\n{body}\nend}}\n"
+            "redis.register_function{{function_name = '{name}_{op}', flags = {{{flags}}}, callback = function(KEYS, ARGV)\nforget()\n{body}\nend}}\n"
         ));
     }
     code

@@ -75,7 +75,7 @@ redis.call('SADD', KEYS[8], ARGV[6])
 if redis.call('EXISTS', KEYS[3]) == 0 then
   mark(KEYS[1], ARGV[2], ARGV[3], 'hold')
   local fence = grant(KEYS[3], KEYS[4], ARGV[3], ARGV[4], us)
-  reindex(KEYS[5], ARGV[5], KEYS[3], true, now)
+  index_held(KEYS[5], ARGV[5], tonumber(ARGV[4]), now)
   return {'hold', subscribed, fence}
 end
 mark(KEYS[1], ARGV[2], ARGV[3], 'queued')

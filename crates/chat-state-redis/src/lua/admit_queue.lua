@@ -42,9 +42,7 @@ if stop then
 end
 local now, us = clock()
 -- Run at once, the event is stored as it came; one that waits (queued, or
--- behind work a holder left) is stored with its times.
-local expires = int(now + tonumber(ARGV[10]))
-
+-- behind work a holder left) is stored with its times (`dated`).
 local held, left = held_and_work(KEYS[3], KEYS[8], KEYS[9], KEYS[10], KEYS[6], KEYS[11])
 if not held then
   local fence = grant(KEYS[3], KEYS[4], ARGV[3], ARGV[4], us)
@@ -56,9 +54,9 @@ if not held then
   end
   -- Work outlived its holder: the new holder drains it, then this event.
   mark(KEYS[1], ARGV[2], ARGV[3], 'hold')
-  redis.call('RPUSH', KEYS[8], dated(ARGV[7], now, expires))
+  redis.call('RPUSH', KEYS[8], dated(ARGV[7], now, ARGV[10]))
   redis.call('SADD', KEYS[12], ARGV[6])
-  reindex(KEYS[5], ARGV[5], KEYS[3], true, now)
+  index_held(KEYS[5], ARGV[5], tonumber(ARGV[4]), now)
   return {'hold', subscribed, fence}
 end
 
@@ -68,7 +66,7 @@ if ARGV[9] == 'drop-newest' and redis.call('LLEN', KEYS[8]) >= max then
   return {'dropped', subscribed, 'queue-full'}
 end
 mark(KEYS[1], ARGV[2], ARGV[3], 'queued')
-local depth = redis.call('RPUSH', KEYS[8], dated(ARGV[7], now, expires))
+local depth = redis.call('RPUSH', KEYS[8], dated(ARGV[7], now, ARGV[10]))
 redis.call('SADD', KEYS[12], ARGV[6])
 if depth > max then
   redis.call('RPUSH', KEYS[11], report('e', redis.call('LPOP', KEYS[8])))

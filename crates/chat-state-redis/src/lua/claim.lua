@@ -39,7 +39,7 @@ end
 local work = has_work(KEYS[5], KEYS[6], KEYS[7], KEYS[4], KEYS[8])
 if not l[1] and work then
   local fence = grant(KEYS[1], KEYS[2], tok, ARGV[3], us)
-  reindex(KEYS[3], member, KEYS[1], true, now)
+  index_held(KEYS[3], member, ttl, now)
   return {'scope', fence}
 end
 reindex(KEYS[3], member, KEYS[1], work, now)

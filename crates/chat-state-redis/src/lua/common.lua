@@ -33,6 +33,13 @@
 -- The server's clock: (milliseconds, microseconds) since the Unix epoch, read
 -- once per script: every step of one atomic call sees the same instant.
 local clock_ms, clock_us
+-- The mark name a lookup in this call read, and its hash of the current hour.
+local looked_up, looked_up_key
+
+-- Forgets what the last call remembered: each function's first line.
+local function forget()
+  clock_ms, looked_up, looked_up_key = nil, nil, nil
+end
 local function clock()
   if not clock_ms then
     local t = redis.call('TIME')
@@ -73,9 +80,9 @@ end
 local AT_HAND_OUT = '9999999999999||'
 
 -- An event sent as its run-at-once entry, as an entry admitted at `now`
--- that expires at `expires` (ms, or '' for never).
-local function dated(as_first, now, expires)
-  return int(now) .. '|' .. expires .. '|' .. string.sub(as_first, #AT_HAND_OUT + 1)
+-- that expires `ttl` ms later (ttl as text, as it came).
+local function dated(as_first, now, ttl)
+  return int(now) .. '|' .. int(now + tonumber(ttl)) .. '|' .. string.sub(as_first, #AT_HAND_OUT + 1)
 end
 
 -- Grants the scope's exclusive lease, which the caller found absent, to
@@ -150,9 +157,9 @@ local MARK_RECORDED = {
   w = 'wait-slot', b = 'dropped-busy', f = 'dropped-full', c = 'cancel',
 }
 
--- The hour hash key of a mark name, for hour `h`, and the mark's field.
-local function mark_slot(name, h)
-  return string.sub(name, 1, -14) .. ':' .. int(h), string.sub(name, -12)
+-- The hour hashes' common prefix of a mark name, and the mark's field.
+local function mark_parts(name)
+  return string.sub(name, 1, -14) .. ':', string.sub(name, -12)
 end
 
 -- 32 bits of SHA-1 of a request id, as 4 bytes. Two requests of one key
@@ -163,11 +170,16 @@ local function request_digest(rid)
 end
 
 -- The live mark `name` (set at most `ttl` ms ago): (request digest, recorded),
--- or nil. Returns the hour hash and field it was found in as well.
+-- or nil. Returns the hour hash and field it was found in as well. Remembers
+-- the current hour's hash, where `mark` writes.
 local function find_mark(name, ttl, now)
+  local prefix, field = mark_parts(name)
   local newest = math.floor(now / MARK_HOUR)
   for h = newest, math.floor((now - ttl) / MARK_HOUR), -1 do
-    local key, field = mark_slot(name, h)
+    local key = prefix .. int(h)
+    if h == newest then
+      looked_up, looked_up_key = name, key
+    end
     local v = redis.call('HGET', key, field)
     if v and struct.unpack('>I6', v, 2) > now then
       return string.sub(v, 8), MARK_RECORDED[string.sub(v, 1, 1)], key, field
@@ -180,7 +192,14 @@ end
 local function mark(name, ttl, rid, recorded)
   local now = clock()
   local expires = now + tonumber(ttl)
-  local key, field = mark_slot(name, math.floor(now / MARK_HOUR))
+  local key, field
+  if looked_up == name then
+    key, field = looked_up_key, string.sub(name, -12)
+  else
+    local prefix
+    prefix, field = mark_parts(name)
+    key = prefix .. int(math.floor(now / MARK_HOUR))
+  end
   redis.call('HSET', key, field, MARK_CODES[recorded] .. struct.pack('>I6', expires) .. request_digest(rid))
   -- The hash lives as long as its longest mark: GT extends an expiry; a hash
   -- this HSET created has none yet, and NX sets it.

@@ -52,7 +52,7 @@ if held == seq + 1 then
   if r[1] == tok and tonumber(r[2]) == seq + 1 then
     -- The same batch again, and the same extension the first answer gave.
     redis.call('PEXPIRE', lease, ARGV[3])
-    reindex(index, member, lease, true)
+    index_held(index, member, ttl, clock())
     return handed(run, items)
   end
   return {'lost'}
@@ -62,7 +62,6 @@ if held ~= seq then
 end
 
 remember_ack(ack, ttl)
-local next_seq = int(seq + 1)
 
 -- The common case: its own batch done and nothing left to hand over: the
 -- batch and the lease go together.
@@ -80,6 +79,7 @@ elseif not waiting and redis.call('EXISTS', run) == 0 then
   return {'released'}
 end
 local now = clock()
+local next_seq = int(seq + 1)
 redis.call('PEXPIRE', lease, ARGV[3])
 
 if not own and redis.call('EXISTS', run) == 1 then
@@ -90,7 +90,7 @@ if not own and redis.call('EXISTS', run) == 1 then
   redis.call('HINCRBY', run, 'a', 1)
   redis.call('HSET', run, 'o', tok, 's', next_seq, 'h', '0')
   redis.call('HSET', lease, 's', next_seq, 'c', '0')
-  reindex(index, member, lease, true, now)
+  index_held(index, member, ttl, now)
   return handed(run, items)
 end
 
@@ -109,7 +109,7 @@ end
 local reports = redis.call('EXISTS', outbox) == 1
 -- Reports go out with the next batch; alone only before a release.
 if ready and ready[1] == 'wait' then
-  reindex(index, member, lease, true, now)
+  index_held(index, member, ttl, now)
   return ready
 end
 if not ready and not reports then
@@ -136,5 +136,5 @@ else
 end
 redis.call('HSET', run, 'o', tok, 's', next_seq, 'a', '1', 'l', '0', 'h', '0', 't', int(now))
 redis.call('HSET', lease, 's', next_seq, 'c', '0')
-reindex(index, member, lease, true, now)
+index_held(index, member, ttl, now)
 return handed(run, items)
