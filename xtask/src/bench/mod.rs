@@ -17,11 +17,16 @@
 //!   (the admit function's `FCALL`) and everything else, from `MONITOR`.
 //! * `micro` — the divan micro-benchmarks (verify + parse, memory admit, Redis
 //!   admit).
+//! * `instructions` — Redis's instructions per delivery, counted with
+//!   `redis-server` under callgrind (valgrind): a figure that stays the same
+//!   however fast the machine is that day, for before/after comparisons of
+//!   the functions (`BENCH_ECHO_BOT`).
 //!
 //! `--quick` runs each load for a couple of seconds (a smoke run); the default
 //! runs them long enough for stable figures. Logs, every run's JSON line and
 //! the tables in Markdown go to `target/bench/<unix time>/`.
 
+mod instructions;
 mod report;
 mod run;
 mod scenarios;
@@ -73,6 +78,9 @@ scenarios (default: all):
   ai           2,000 conversations streaming 40 words over ~4 s each, follow-ups
                queued behind them (Redis, deferred): ack p99, RSS and CPU per
                conversation, renewals, hand-over latency
+  instructions Redis's instructions per delivery under callgrind (valgrind):
+               one server and a one-master cluster, the same count however
+               fast the machine is that day
 
   --quick      a couple of seconds per load: a smoke run, not a measurement
 
@@ -81,7 +89,7 @@ environment:
                        (another commit's release build: before/after figures)
   BENCH_LOADGEN=PATH   likewise, another load generator binary";
 
-const SCENARIOS: [&str; 9] = [
+const SCENARIOS: [&str; 10] = [
     "backends",
     "dispatch",
     "strategies",
@@ -91,6 +99,7 @@ const SCENARIOS: [&str; 9] = [
     "state-bytes",
     "reply",
     "ai",
+    "instructions",
 ];
 
 /// The signing secret and bot user shared by echo-bot and the load generator.
@@ -167,6 +176,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             "state-bytes" => bench.state_bytes(),
             "reply" => bench.reply(),
             "ai" => bench.ai(),
+            "instructions" => bench.instructions(),
             _ => Err(format!("unknown scenario {s}")),
         };
         match result {

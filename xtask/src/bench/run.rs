@@ -20,7 +20,7 @@ use crate::cmd::{cargo, is_ci};
 use crate::redis;
 
 /// A process of ours, killed (by its id) when dropped.
-pub(super) struct Owned(Child);
+pub(super) struct Owned(pub(super) Child);
 
 impl Drop for Owned {
     fn drop(&mut self) {
@@ -305,8 +305,7 @@ impl Bench {
         let log_err = log.try_clone().map_err(|e| e.to_string())?;
         // BENCH_ECHO_BOT: another build of echo-bot (an earlier commit's), for
         // before/after figures measured in one session.
-        let echo_bot = std::env::var_os("BENCH_ECHO_BOT")
-            .map_or_else(|| self.bin.join("echo-bot"), PathBuf::from);
+        let echo_bot = self.echo_bot();
         let bot_pin = pin(run.pinned, 1);
         let mut c = match (run.server.as_deref(), &bot_pin) {
             (Some([program, args @ ..]), _) => {
@@ -321,14 +320,7 @@ impl Bench {
             }
             _ => Command::new(echo_bot),
         };
-        c.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("BIND", format!("127.0.0.1:{port}"))
-            .env("SLACK_SIGNING_SECRET", SECRET)
-            .env("SLACK_BOT_TOKEN", "xoxb-bench")
-            .env("SLACK_BOT_USER_ID", BOT_USER)
-            .env("SLACK_API_URL", &self.slack_url)
-            .env("RUST_LOG", "warn")
+        self.bot_env(&mut c, port)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err);
@@ -559,6 +551,24 @@ impl Bench {
             int(&figures, "status_503")
         );
         Ok(figures)
+    }
+
+    /// echo-bot's environment in every run: its address, the bench's Slack
+    /// app and fake Web API, warnings only; nothing inherited but `PATH`.
+    pub(super) fn bot_env<'c>(&self, c: &'c mut Command, port: u16) -> &'c mut Command {
+        c.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("BIND", format!("127.0.0.1:{port}"))
+            .env("SLACK_SIGNING_SECRET", SECRET)
+            .env("SLACK_BOT_TOKEN", "xoxb-bench")
+            .env("SLACK_BOT_USER_ID", BOT_USER)
+            .env("SLACK_API_URL", &self.slack_url)
+            .env("RUST_LOG", "warn")
+    }
+
+    /// The echo-bot binary: this build's, or `BENCH_ECHO_BOT`'s.
+    pub(super) fn echo_bot(&self) -> PathBuf {
+        std::env::var_os("BENCH_ECHO_BOT").map_or_else(|| self.bin.join("echo-bot"), PathBuf::from)
     }
 
     /// One load, or `None` with the section `t` saying it was skipped (its
