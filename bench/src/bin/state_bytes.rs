@@ -105,7 +105,7 @@ async fn redis(n: usize, channels: usize) -> Result<(f64, f64, u64), String> {
     let after = used_memory(&redis)?;
     let keys = redis.dbsize().map_err(|e| e.to_string())?;
     // The finish memos go after a minute; drop them now to see the marks alone.
-    for key in redis.keys("chat:*:acked:*").map_err(|e| e.to_string())? {
+    for key in redis.keys("chat:{*}:a:*").map_err(|e| e.to_string())? {
         redis
             .command(&["UNLINK", &key])
             .map_err(|e| e.to_string())?;

@@ -5,6 +5,7 @@
 //! {prefix}:{bbb}:{platform}:{tenant}:{channel}:{kind}[:{rest}]   a tag's keys
 //! {prefix}:{bbb}:d:{digest}                                      a dedupe mark
 //! {prefix}:{bbb}:fence | {prefix}:{bbb}:orphans                  the bucket's keys
+//! {prefix}:{bbb}:a:{token}:{seq}                                 an acknowledgement
 //! {prefix}:kv:{key}                                              the adapters' KV
 //! ```
 //!
@@ -200,7 +201,7 @@ impl TagKeys {
             run: key("run"),
             run_items: key("runitems"),
             outbox: key("outbox"),
-            acked: key("acked"),
+            acked: format!("{}:a", self.bucket_base),
             waiting_threads: key("wthreads"),
             queue: key("queue"),
             pending: key("pending"),
@@ -242,7 +243,10 @@ pub(crate) struct ScopeKeys {
 }
 
 impl ScopeKeys {
-    /// The acknowledgement of batch `seq` of the lease `token` (string, PX).
+    /// The acknowledgement of batch `seq` of the lease `token` (string, PX):
+    /// a key of the bucket, since the token (a request id) is unique. Only
+    /// the holder that wrote it reads it (its own repeated `finish` or
+    /// `release`), so its name is free to change between versions.
     pub(crate) fn ack(&self, token: &str, seq: u64) -> String {
         format!("{}:{token}:{seq}", self.acked)
     }
