@@ -33,12 +33,13 @@
 -- The server's clock: (milliseconds, microseconds) since the Unix epoch, read
 -- once per script: every step of one atomic call sees the same instant.
 local clock_ms, clock_us
--- The mark name a lookup in this call read, and its hash of the current hour.
-local looked_up, looked_up_key
+-- The mark name a lookup in this call read, its hash of the current hour
+-- and its field there: where `mark` writes.
+local looked_up, looked_up_key, looked_up_field
 
 -- Forgets what the last call remembered: each function's first line.
 local function forget()
-  clock_ms, looked_up, looked_up_key = nil, nil, nil
+  clock_ms, looked_up, looked_up_key, looked_up_field = nil, nil, nil, nil
 end
 local function clock()
   if not clock_ms then
@@ -178,7 +179,7 @@ local function find_mark(name, ttl, now)
   for h = newest, math.floor((now - ttl) / MARK_HOUR), -1 do
     local key = prefix .. int(h)
     if h == newest then
-      looked_up, looked_up_key = name, key
+      looked_up, looked_up_key, looked_up_field = name, key, field
     end
     local v = redis.call('HGET', key, field)
     if v and struct.unpack('>I6', v, 2) > now then
@@ -192,10 +193,8 @@ end
 local function mark(name, ttl, rid, recorded)
   local now = clock()
   local expires = now + tonumber(ttl)
-  local key, field
-  if looked_up == name then
-    key, field = looked_up_key, string.sub(name, -12)
-  else
+  local key, field = looked_up_key, looked_up_field
+  if looked_up ~= name then
     local prefix
     prefix, field = mark_parts(name)
     key = prefix .. int(math.floor(now / MARK_HOUR))

@@ -30,11 +30,11 @@
 local lease, index, run, items = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local queue, pending, burst, meta, outbox = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local ack, threads = KEYS[10], KEYS[11]
-local tok, seq, ttl, member = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local tok, seq, ttl, member = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 -- Batch numbers are compared as the text both sides write (decimal, no
--- leading zeros), read as numbers only where one is added to.
+-- leading zeros), read as a number only where one is added to.
 local r = redis.call('HMGET', run, 'o', 's')
-local own = r[1] == tok and r[2] == ARGV[2]
+local own = r[1] == tok and r[2] == seq
 local l = redis.call('HMGET', lease, 'tok', 's')
 
 if l[1] ~= tok then
@@ -49,8 +49,8 @@ if l[1] ~= tok then
   end
   return {'lost'}
 end
-if l[2] ~= ARGV[2] then
-  if tonumber(l[2]) == seq + 1 and r[1] == tok and tonumber(r[2]) == seq + 1 then
+if l[2] ~= seq then
+  if tonumber(l[2]) == tonumber(seq) + 1 and r[1] == tok and r[2] == l[2] then
     -- The same batch again, and the same extension the first answer gave.
     redis.call('PEXPIRE', lease, ARGV[3])
     index_held(index, member, ttl, clock())
@@ -77,7 +77,7 @@ elseif not waiting and redis.call('EXISTS', run) == 0 then
   return {'released'}
 end
 local now = clock()
-local next_seq = int(seq + 1)
+local next_seq = int(tonumber(seq) + 1)
 redis.call('PEXPIRE', lease, ARGV[3])
 
 if not own and redis.call('EXISTS', run) == 1 then
