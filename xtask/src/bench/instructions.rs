@@ -14,7 +14,7 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use super::report::{fl, group, num};
-use super::run::{Bench, Owned, free_port, run_bounded, s, wait_healthy};
+use super::run::{Bench, Owned, free_port, loadgen_figures, run_bounded, s, wait_healthy};
 use super::{BOT_USER, Figures, SECRET};
 
 /// Deliveries counted, and the rate they are sent at: slow enough for a
@@ -151,12 +151,7 @@ impl Bench {
             if !ok {
                 return Err(format!("loadgen failed: {}", stderr.trim()));
             }
-            let line = stdout
-                .lines()
-                .rev()
-                .find(|l| l.starts_with('{'))
-                .ok_or("no JSON line from loadgen")?;
-            serde_json::from_str::<Figures>(line).map_err(|e| format!("loadgen's JSON: {e}"))
+            Ok(loadgen_figures(&stdout, "instructions")?.1)
         };
         load(100, 8, false)?;
         control(&pid, "-z")?;

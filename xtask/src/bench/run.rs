@@ -453,14 +453,8 @@ impl Bench {
                 stderr.trim()
             ));
         }
-        let line = stdout
-            .lines()
-            .rev()
-            .find(|l| l.starts_with('{'))
-            .ok_or_else(|| format!("no JSON line from loadgen for {}", run.label))?;
+        let (line, mut figures) = loadgen_figures(&stdout, &run.label)?;
         let _ = writeln!(self.results, "{line}");
-        let mut figures: Figures = serde_json::from_str(line)
-            .map_err(|e| format!("loadgen's JSON line for {}: {e}", run.label))?;
         figures.insert("pinned".to_owned(), Value::Bool(bot_pin.is_some()));
         for (key, v) in from_metrics {
             figures.insert(key.to_owned(), Value::from(v));
@@ -759,6 +753,21 @@ pub(super) fn wait_healthy(port: u16, limit: Duration) -> Result<(), String> {
         }
         sleep(Duration::from_millis(50));
     }
+}
+
+/// The figures of a load: the last JSON line loadgen printed, and its parse.
+pub(super) fn loadgen_figures<'a>(
+    stdout: &'a str,
+    label: &str,
+) -> Result<(&'a str, Figures), String> {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .ok_or_else(|| format!("no JSON line from loadgen for {label}"))?;
+    let figures =
+        serde_json::from_str(line).map_err(|e| format!("loadgen's JSON line for {label}: {e}"))?;
+    Ok((line, figures))
 }
 
 /// Runs a command with its output captured, killing it past `limit`.
