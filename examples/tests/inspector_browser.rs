@@ -163,8 +163,14 @@ async fn the_inspector_releases_a_stuck_scope_in_a_real_browser() {
             .await?
             .click()
             .await?;
-        // The page: the held scope, its fence and the queued mention.
-        let row = browser.find(Locator::Css("tr.scope")).await?;
+        // The page: the held scope, its fence and the queued mention. The
+        // click returns before the navigation it starts has finished, so the
+        // login page may still be the one shown: wait for the inspector's.
+        let row = browser
+            .wait()
+            .at_most(PATIENCE)
+            .for_element(Locator::Css("tr.scope"))
+            .await?;
         let fence = row.find(Locator::Css("code.fence")).await?.text().await?;
         let queued = row
             .find(Locator::Css(".entry[data-kind=\"queued\"] code"))
