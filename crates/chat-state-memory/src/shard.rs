@@ -153,9 +153,16 @@ impl Shard {
         }
     }
 
-    /// Subscribes `thread` until `now + ttl`.
+    /// Subscribes `thread` until `now + ttl`. A thread already subscribed
+    /// (a conversation's every turn renews it) has its expiry set in place,
+    /// without a copy of its identity.
     pub(crate) fn subscribe(&mut self, thread: &ThreadRef, ttl: Duration, now: Instant) {
-        self.subscriptions.insert(thread.clone(), now + ttl);
+        match self.subscriptions.get_mut(thread) {
+            Some(until) => *until = now + ttl,
+            None => {
+                self.subscriptions.insert(thread.clone(), now + ttl);
+            }
+        }
     }
 
     /// Unsubscribes; whether a live subscription was removed.

@@ -12,6 +12,8 @@ pub trait Subscriptions: Send + Sync + 'static {
     /// subscribed extends the subscription to its request's
     /// [`subscription_ttl`](AdmitRequest::subscription_ttl), so a thread stays
     /// subscribed while it is active and is forgotten after `ttl` of silence.
+    /// Subscribing a thread already subscribed sets its expiry to `ttl` from
+    /// now, shorter or longer than what it had.
     async fn subscribe(&self, thread: &ThreadRef, ttl: Duration) -> Result<(), StateError>;
 
     /// Unsubscribes; returns whether the thread was subscribed.

@@ -184,6 +184,24 @@ pub async fn subscriptions_are_renewed_by_activity(h: Harness) {
     assert!(!ok("is_subscribed", b.is_subscribed(&t).await));
 }
 
+/// Subscribing a thread already subscribed sets its expiry anew, to the
+/// second call's TTL: a handler that subscribes on every turn keeps its
+/// thread, and a shorter TTL given later is the one that holds.
+pub async fn subscribing_again_sets_the_expiry_anew(h: Harness) {
+    let b = h.backend();
+    let t = h.thread("1");
+    ok("subscribe", b.subscribe(&t, h.t(3)).await);
+    h.advance(h.t(2)).await;
+    ok("subscribe again", b.subscribe(&t, h.t(3)).await);
+    // Past the first TTL, within the renewed one.
+    h.advance(h.t(2)).await;
+    assert!(ok("is_subscribed", b.is_subscribed(&t).await));
+    // A shorter TTL replaces the longer one.
+    ok("subscribe shorter", b.subscribe(&t, h.t(1)).await);
+    h.advance(h.t(2)).await;
+    assert!(!ok("is_subscribed", b.is_subscribed(&t).await));
+}
+
 /// `unsubscribe_tenant` removes every subscription of one tenant — in every
 /// channel, however many — and nothing else: not another tenant's, not the
 /// same tenant id's on another platform, not the tenant's waiting work.

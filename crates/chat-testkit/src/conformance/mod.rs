@@ -75,6 +75,7 @@ macro_rules! __conformance_cases {
             subscriptions_are_per_tenant,
             subscriptions_expire_after_their_ttl,
             subscriptions_are_renewed_by_activity,
+            subscribing_again_sets_the_expiry_anew,
             unsubscribing_a_tenant_removes_its_subscriptions_only,
             admit_rejects_a_scope_outside_the_events_channel,
             lease_conflict_drops_the_second_event,
