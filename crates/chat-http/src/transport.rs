@@ -13,14 +13,14 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use chat_core::{BoxError, Download};
-use http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, USER_AGENT};
-use http::uri::Scheme;
+use http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, LOCATION, USER_AGENT};
+use http::uri::{Authority, Scheme};
 use http::{HeaderMap, HeaderValue, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Body as _;
@@ -231,12 +231,19 @@ impl tower::Service<Uri> for Connector {
     }
 }
 
+/// How many origins' `Host` headers a [`Transport`] remembers: an adapter
+/// calls one API origin, and a few more for files.
+const HOSTS_KEPT: usize = 8;
+
 /// The pooled client every outbound call of an adapter (and of its clones)
 /// goes through. Cheap to clone: clones share the pool.
 #[derive(Clone)]
 pub struct Transport {
     client: Client<HttpsConnector<Connector>, Full<Bytes>>,
     user_agent: HeaderValue,
+    /// The `Host` header of each origin called, made once: hyper's client
+    /// would format it anew for every request.
+    hosts: Arc<Mutex<Vec<(Scheme, Authority, HeaderValue)>>>,
 }
 
 impl std::fmt::Debug for Transport {
@@ -274,7 +281,48 @@ impl Transport {
                 env!("CARGO_PKG_VERSION")
             ))
             .map_err(|_| BuildError::InvalidUserAgent(product.to_owned()))?,
+            hosts: Arc::default(),
         })
+    }
+
+    /// Sets the headers every request carries: the transport's
+    /// `User-Agent`, and `Host` as hyper's client would write it (the
+    /// target's host, with its port when it is not the scheme's default),
+    /// from the origins already seen when it is one of them.
+    fn stamp(&self, headers: &mut HeaderMap, uri: &Uri) {
+        headers.insert(USER_AGENT, self.user_agent.clone());
+        if headers.contains_key(HOST) {
+            return;
+        }
+        if let Some(host) = self.host(uri) {
+            headers.insert(HOST, host);
+        }
+    }
+
+    /// `uri`'s `Host` header (`None` without an authority: hyper refuses
+    /// such a request).
+    fn host(&self, uri: &Uri) -> Option<HeaderValue> {
+        let (scheme, authority) = (uri.scheme()?, uri.authority()?);
+        let mut hosts = self.hosts.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, _, host)) = hosts.iter().find(|(s, a, _)| s == scheme && a == authority) {
+            return Some(host.clone());
+        }
+        let name = authority.host();
+        let default_port = match scheme.as_str() {
+            "http" => Some(80),
+            "https" => Some(443),
+            _ => None,
+        };
+        let host = match authority.port_u16() {
+            Some(port) if Some(port) != default_port => {
+                HeaderValue::try_from(format!("{name}:{port}")).ok()?
+            }
+            _ => HeaderValue::from_str(name).ok()?,
+        };
+        if hosts.len() < HOSTS_KEPT {
+            hosts.push((scheme.clone(), authority.clone(), host.clone()));
+        }
+        Some(host)
     }
 
     /// `POST uri` with `body` (and `Authorization: auth`); the answer read
@@ -416,7 +464,7 @@ impl Transport {
         timeout: Duration,
     ) -> Result<Answer, TransportError> {
         let (mut parts, body) = request.into_parts();
-        parts.headers.insert(USER_AGENT, self.user_agent.clone());
+        self.stamp(&mut parts.headers, &parts.uri);
         let request = Request::from_parts(parts, Full::new(body));
         let exchange = async {
             let response = self
@@ -448,5 +496,47 @@ impl Transport {
         tokio::time::timeout(timeout, exchange)
             .await
             .map_err(|_| TransportError::TimedOut)?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn host(t: &Transport, uri: &str) -> Option<String> {
+        t.host(&Uri::try_from(uri).unwrap())
+            .map(|h| h.to_str().unwrap().to_owned())
+    }
+
+    #[test]
+    fn the_host_header_is_written_as_hyper_writes_it_and_kept_per_origin() {
+        let t = Transport::new(&Proxy::None, "test").unwrap();
+        // The port only when it is not the scheme's default; credentials in
+        // the authority never reach the header.
+        let cases = [
+            ("https://slack.com/api/chat.postMessage", "slack.com"),
+            ("https://slack.com:443/api", "slack.com"),
+            ("http://slack.com:443/api", "slack.com:443"),
+            ("http://127.0.0.1:8080/x", "127.0.0.1:8080"),
+            ("http://[::1]:80/x", "[::1]"),
+            ("https://user:pw@example.com/", "example.com"),
+        ];
+        for _ in 0..2 {
+            for (uri, expected) in cases {
+                assert_eq!(host(&t, uri).as_deref(), Some(expected), "{uri}");
+            }
+            assert_eq!(host(&t, "/no/authority"), None);
+        }
+        // The second round was answered from what the first one kept.
+        let kept = t.hosts.lock().unwrap().len();
+        assert_eq!(kept, 6);
+        // Past the bound, a new origin is still answered, and not kept.
+        for port in 0..20 {
+            let uri = format!("http://example.org:{}/", 9000 + port);
+            assert_eq!(host(&t, &uri), Some(format!("example.org:{}", 9000 + port)));
+        }
+        assert_eq!(t.hosts.lock().unwrap().len(), HOSTS_KEPT);
     }
 }

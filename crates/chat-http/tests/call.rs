@@ -210,3 +210,52 @@ fn a_proxy_that_cannot_tunnel_is_refused_when_built() {
     );
     assert!(!err.to_string().contains("secret"), "{err}");
 }
+
+#[tokio::test]
+async fn every_call_names_its_host_and_port_and_the_product() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    let app = Router::new().route(
+        "/call",
+        post(move |headers: HeaderMap| {
+            let record = Arc::clone(&record);
+            async move {
+                let header = |name: &str| {
+                    headers
+                        .get_all(name)
+                        .iter()
+                        .map(|v| v.to_str().unwrap().to_owned())
+                        .collect::<Vec<_>>()
+                };
+                record
+                    .lock()
+                    .unwrap()
+                    .push((header("host"), header("user-agent")));
+                "ok"
+            }
+        }),
+    );
+    let base = serve(app).await;
+    let transport = Transport::new(&Proxy::None, "test").unwrap();
+    for _ in 0..3 {
+        chat_http::call(
+            &transport,
+            &options(),
+            None,
+            &request(&base, "/call"),
+            &Plain,
+        )
+        .await
+        .unwrap();
+    }
+    let authority = base.trim_start_matches("http://").to_owned();
+    let agent = format!("chat-rs/{} (test)", env!("CARGO_PKG_VERSION"));
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    for (host, user_agent) in seen {
+        // One `Host` each time (the port is not HTTP's default), as written
+        // on the first call.
+        assert_eq!(host, vec![authority.clone()]);
+        assert_eq!(user_agent, vec![agent.clone()]);
+    }
+}
