@@ -1,8 +1,9 @@
 //! The Slack Web API client: JSON bodies, a Bearer token, `ok:false` as typed
 //! errors, and 429s waited out within a deadline.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use chat_core::{AdapterError, PostKey};
@@ -50,6 +51,31 @@ struct Inner {
     web: Transport,
     base_url: String,
     http: HttpOptions,
+    /// Each method's URL, parsed once (at most [`METHOD_URIS_KEPT`]).
+    method_uris: Mutex<HashMap<String, http::Uri>>,
+}
+
+/// How many methods' URLs a client keeps parsed: more than the Web API
+/// methods one bot calls.
+const METHOD_URIS_KEPT: usize = 64;
+
+impl Inner {
+    /// `{base_url}/{method}`, parsed.
+    fn method_uri(&self, method: &str) -> Result<http::Uri, AdapterError> {
+        let mut uris = self
+            .method_uris
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(uri) = uris.get(method) {
+            return Ok(uri.clone());
+        }
+        let uri = http::Uri::try_from(format!("{}/{method}", self.base_url))
+            .map_err(|e| AdapterError::Transport(Box::new(e)))?;
+        if uris.len() < METHOD_URIS_KEPT {
+            uris.insert(method.to_owned(), uri.clone());
+        }
+        Ok(uri)
+    }
 }
 
 impl fmt::Debug for SlackClient {
@@ -147,6 +173,7 @@ impl SlackClientBuilder {
                 web,
                 base_url: self.base_url.trim_end_matches('/').to_owned(),
                 http: self.http,
+                method_uris: Mutex::default(),
             }),
             auth: None,
             deadline: None,
@@ -460,7 +487,7 @@ impl SlackClient {
         content_type: HeaderValue,
         auth: Option<&HeaderValue>,
     ) -> Result<bytes::Bytes, AdapterError> {
-        let mut request = http::Request::post(format!("{}/{method}", self.inner.base_url))
+        let mut request = http::Request::post(self.inner.method_uri(method)?)
             .header(http::header::CONTENT_TYPE, content_type)
             .body(payload)
             .map_err(|e| AdapterError::Transport(Box::new(e)))?;
@@ -1224,6 +1251,36 @@ fn body_retry_after(body: &[u8]) -> Option<Duration> {
 #[allow(clippy::panic_in_result_fn)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_method_url_is_parsed_once_and_a_bad_method_is_refused() -> Result<(), BuildError> {
+        let client = SlackClient::builder("xoxb-1")
+            .base_url("https://slack.example/api/")
+            .build()?;
+        let inner = &client.inner;
+        for _ in 0..2 {
+            let uri = inner.method_uri("chat.postMessage").ok();
+            assert_eq!(
+                uri.map(|u| u.to_string()).as_deref(),
+                Some("https://slack.example/api/chat.postMessage")
+            );
+        }
+        assert_eq!(inner.method_uris.lock().map(|m| m.len()).ok(), Some(1));
+        assert!(matches!(
+            inner.method_uri("chat post"),
+            Err(AdapterError::Transport(_))
+        ));
+        // Past the bound a method is still called, and not kept.
+        for i in 0..100 {
+            let uri = inner.method_uri(&format!("m{i}")).ok();
+            assert_eq!(uri.map(|u| u.path().to_owned()), Some(format!("/api/m{i}")));
+        }
+        assert_eq!(
+            inner.method_uris.lock().map(|m| m.len()).ok(),
+            Some(METHOD_URIS_KEPT)
+        );
+        Ok(())
+    }
 
     #[test]
     fn retry_after_in_a_body_parses_or_is_refused() {
