@@ -251,6 +251,17 @@ impl ThreadRef {
         }
     }
 
+    /// The tag every scope of this thread shares (platform, tenant and
+    /// channel), borrowed: `thread.scope_tag() == thread.thread_scope().tag()`
+    /// without building the scope.
+    pub fn scope_tag(&self) -> ScopeTag<'_> {
+        ScopeTag {
+            platform: self.platform,
+            tenant: &self.tenant,
+            channel: &self.channel,
+        }
+    }
+
     /// The scope that serializes work on this thread alone.
     pub fn thread_scope(&self) -> ScopeKey {
         ScopeKey {
@@ -417,6 +428,11 @@ mod tests {
         let channel = t.channel_scope();
         assert_ne!(thread, channel);
         assert_eq!(thread.tag(), channel.tag());
+        assert_eq!(t.scope_tag(), thread.tag());
+        assert_ne!(
+            t.scope_tag(),
+            ThreadRef::new(Platform::SLACK, "T1", "C2", "1.0").scope_tag()
+        );
         assert_eq!(thread.to_string(), "slack:T1:C1:t:1.0");
         assert_eq!(channel.to_string(), "slack:T1:C1:c");
     }

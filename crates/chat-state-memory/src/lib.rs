@@ -151,7 +151,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[async_trait]
 impl Coordination for MemoryState {
     async fn admit(&self, request: AdmitRequest) -> Result<Admission, StateError> {
-        if request.scope.tag() != request.event.thread.thread_scope().tag() {
+        if request.scope.tag() != request.event.thread.scope_tag() {
             return Err(StateError::InvalidRequest(
                 "the scope's tag differs from its event's thread",
             ));
@@ -179,8 +179,8 @@ impl Coordination for MemoryState {
     }
 
     async fn unmark(&self, thread: &ThreadRef, key: &DedupeKey) -> Result<bool, StateError> {
-        let tag = thread.thread_scope();
-        Ok(self.shard(tag.tag()).unmark(tag.tag(), key, Instant::now()))
+        let tag = thread.scope_tag();
+        Ok(self.shard(tag).unmark(tag, key, Instant::now()))
     }
 
     async fn acquire_slot(
@@ -199,7 +199,7 @@ impl Coordination for MemoryState {
     }
 
     async fn request_cancel(&self, request: CancelRequest) -> Result<CancelOutcome, StateError> {
-        if request.scope.tag() != request.thread.thread_scope().tag() {
+        if request.scope.tag() != request.thread.scope_tag() {
             return Err(StateError::InvalidRequest(
                 "the scope's tag differs from its event's thread",
             ));
@@ -247,21 +247,20 @@ impl Coordination for MemoryState {
 #[async_trait]
 impl Subscriptions for MemoryState {
     async fn subscribe(&self, thread: &ThreadRef, ttl: Duration) -> Result<(), StateError> {
-        let scope = thread.thread_scope();
-        self.shard(scope.tag())
+        self.shard(thread.scope_tag())
             .subscribe(thread, ttl, Instant::now());
         Ok(())
     }
 
     async fn unsubscribe(&self, thread: &ThreadRef) -> Result<bool, StateError> {
-        let scope = thread.thread_scope();
-        Ok(self.shard(scope.tag()).unsubscribe(thread, Instant::now()))
+        Ok(self
+            .shard(thread.scope_tag())
+            .unsubscribe(thread, Instant::now()))
     }
 
     async fn is_subscribed(&self, thread: &ThreadRef) -> Result<bool, StateError> {
-        let scope = thread.thread_scope();
         Ok(self
-            .shard(scope.tag())
+            .shard(thread.scope_tag())
             .is_subscribed(thread, Instant::now()))
     }
 

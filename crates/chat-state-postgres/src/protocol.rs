@@ -323,7 +323,7 @@ impl Coordination for PostgresState {
     async fn admit(&self, request: AdmitRequest) -> Result<Admission, StateError> {
         let event = &request.event;
         let scope = &request.scope;
-        if scope.tag() != event.thread.thread_scope().tag() {
+        if scope.tag() != event.thread.scope_tag() {
             return Err(tag_mismatch());
         }
         request
@@ -573,7 +573,7 @@ impl Coordination for PostgresState {
 
     async fn request_cancel(&self, request: CancelRequest) -> Result<CancelOutcome, StateError> {
         let scope = &request.scope;
-        if scope.tag() != request.thread.thread_scope().tag() {
+        if scope.tag() != request.thread.scope_tag() {
             return Err(tag_mismatch());
         }
         let a = self

@@ -77,8 +77,7 @@ impl Keys {
 
     /// The keys of a thread's own tag (dedupe marks, subscriptions).
     pub(crate) fn thread(&self, thread: &ThreadRef) -> TagKeys {
-        let scope = thread.thread_scope();
-        self.tag(scope.tag())
+        self.tag(thread.scope_tag())
     }
 
     /// The keys of every tag of one tenant, for a walk over them.

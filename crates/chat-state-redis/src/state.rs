@@ -487,7 +487,7 @@ fn slot_bound(max: &str) -> Result<ConcurrentOptions, StateError> {
 impl Coordination for RedisState {
     async fn admit(&self, request: AdmitRequest) -> Result<Admission, StateError> {
         let event = &request.event;
-        if request.scope.tag() != event.thread.thread_scope().tag() {
+        if request.scope.tag() != event.thread.scope_tag() {
             return Err(tag_mismatch());
         }
         validate(&request.concurrency)?;
@@ -713,7 +713,7 @@ impl Coordination for RedisState {
     }
 
     async fn request_cancel(&self, request: CancelRequest) -> Result<CancelOutcome, StateError> {
-        if request.scope.tag() != request.thread.thread_scope().tag() {
+        if request.scope.tag() != request.thread.scope_tag() {
             return Err(tag_mismatch());
         }
         let tag = self.keys.tag(request.scope.tag());
