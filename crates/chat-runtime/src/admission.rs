@@ -2,7 +2,7 @@
 //! state is touched. A permit is owned by the detached work it admits and released
 //! when that work (lease cleanup included) is done.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chat_core::TenantId;

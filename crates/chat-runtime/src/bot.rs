@@ -1,6 +1,6 @@
 //! [`Bot`] and its builder.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 //! (dispatch, holders, runs, the sweep), and they reach its state only through
 //! these methods.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 

@@ -51,7 +51,7 @@ mod shard;
 mod split;
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -76,7 +76,7 @@ const DEFAULT_SHARDS: usize = 64;
 #[derive(Debug)]
 pub struct MemoryState {
     shards: Box<[Mutex<Shard>]>,
-    hasher: RandomState,
+    hasher: foldhash::fast::RandomState,
     /// Fencing numbers come from one counter, so they grow across every grant on
     /// every scope — and so, in particular, per scope — even after a scope's
     /// record is dropped when it goes idle. It starts at the wall clock in
@@ -118,7 +118,7 @@ impl MemoryState {
             shards: (0..shards.max(1))
                 .map(|_| Mutex::new(Shard::default()))
                 .collect(),
-            hasher: RandomState::new(),
+            hasher: foldhash::fast::RandomState::default(),
             fence: AtomicU64::new(wall_clock_micros()),
             kv: Mutex::new(HashMap::new()),
             sweep_start: AtomicUsize::new(0),

@@ -2,7 +2,9 @@
 //! waits on it under the strategy in use (a queue, a pending debounce event,
 //! burst windows, concurrency slots and their waiters).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use foldhash::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 

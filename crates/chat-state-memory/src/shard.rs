@@ -1,7 +1,7 @@
 //! One shard: the dedupe marks, subscriptions and scope records of the scope tags
 //! that hash to it. Every method runs inside the shard's lock.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::time::Duration;
 
 use chat_core::{

@@ -5,7 +5,7 @@
 //! growth rehashes one part, a sixty-fourth of it. Keys are keyed digests,
 //! so the parts fill evenly.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::hash::Hash;
 
 const PARTS: usize = 64;
