@@ -124,7 +124,7 @@ async fn deliver(
         }
         Ok(Inbound::Ignored { reason }) => {
             tracing::debug!(name: "message-ignored", adapter = adapter.name(), reason = reason.as_str());
-            shared.recorder().record(&OutcomeRecord {
+            shared.recorder().record(OutcomeRecord {
                 event_id: chat_core::EventId::new(""),
                 thread: None,
                 outcome: Outcome::Ignored,
@@ -453,7 +453,7 @@ async fn admit(
         Concurrency::concurrent()
     };
     let scope = scope_of(shared, adapter.as_ref(), event);
-    let req = AdmitRequest::new(Arc::clone(event), scope.clone(), concurrency)
+    let req = AdmitRequest::new(Arc::clone(event), scope, concurrency)
         .gate(gate)
         .dedupe_ttl(
             shared
@@ -464,7 +464,6 @@ async fn admit(
         )
         .lease_ttl(shared.options().leases.ttl)
         .subscription_ttl(shared.options().retention.subscription_ttl);
-    let id = req.id.clone();
     // An admit whose reply is lost may have run: it is repeated, with the same
     // id, until it answers. Meanwhile the platform has been told to retry (at
     // `timeouts.ack`); whichever comes first runs the event, once.
@@ -484,6 +483,7 @@ async fn admit(
             return Verdict::Failed;
         }
     };
+    let AdmitRequest { scope, id, .. } = req;
     let deadline = deferred.then(|| accepted_at + shared.options().dispatch.detach_timeout);
     let posted = Arc::new(AtomicBool::new(false));
     answer.admitted();

@@ -231,15 +231,15 @@ impl Holder {
             Concurrency::Burst(b) if b.max_batch.is_some() => d.min(b.window / 4),
             _ => d,
         };
-        let scope = held.lease.scope().clone();
-        let waker = self.shared.waker(&scope);
+        let scope = held.lease.scope();
+        let waker = self.shared.waker(scope);
         tokio::select! {
             () = tokio::time::sleep(d) => {}
             () = waker.notified() => {}
             () = held.state().lost().cancelled() => {}
             () = self.shared.signals().draining().cancelled() => {}
         }
-        self.shared.forget_waker(&scope);
+        self.shared.forget_waker(scope);
         if held.state().lost().is_cancelled() {
             return false;
         }

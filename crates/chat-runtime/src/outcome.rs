@@ -126,7 +126,9 @@ pub(crate) struct Recorder {
     /// Whether outcome metrics carry the tenant.
     tenant_label: bool,
     /// The last [`RECENT_OUTCOMES`] outcomes, oldest first (for operators).
-    recent: Arc<Mutex<VecDeque<OutcomeRecord>>>,
+    /// Shared with the caller of [`Recorder::record`], so keeping one costs
+    /// no copy of its ids.
+    recent: Arc<Mutex<VecDeque<Arc<OutcomeRecord>>>>,
 }
 
 /// How many outcomes [`Bot::recent_outcomes`](crate::Bot::recent_outcomes) keeps.
@@ -144,22 +146,29 @@ impl Recorder {
     /// The last outcomes, newest first.
     pub(crate) fn recent(&self) -> Vec<OutcomeRecord> {
         let recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
-        recent.iter().rev().cloned().collect()
+        recent
+            .iter()
+            .rev()
+            .map(|r| OutcomeRecord::clone(r))
+            .collect()
     }
 
-    fn remember(&self, r: &OutcomeRecord) {
+    fn remember(&self, r: Arc<OutcomeRecord>) {
         let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
         if recent.len() == RECENT_OUTCOMES {
             recent.pop_front();
         }
-        recent.push_back(r.clone());
+        recent.push_back(r);
     }
 
     pub(crate) fn event(&self, event: &Event, outcome: Outcome, reason: &'static str) {
-        self.record(&OutcomeRecord::of(event, outcome, reason));
+        self.record(OutcomeRecord::of(event, outcome, reason));
     }
 
-    pub(crate) fn record(&self, r: &OutcomeRecord) {
+    /// Logs `r`, keeps it among the recent outcomes, counts it and shows it
+    /// to every observer.
+    pub(crate) fn record(&self, r: OutcomeRecord) {
+        let r = Arc::new(r);
         let id = r.event_id.as_str();
         // Formatted only when the line is written: most outcomes are below the
         // configured level.
@@ -184,7 +193,7 @@ impl Recorder {
             Outcome::Rejected => emit!(info, "message-rejected"),
             Outcome::Ignored => emit!(debug, "message-ignored"),
         }
-        self.remember(r);
+        self.remember(Arc::clone(&r));
         crate::telemetry::outcome(
             r.thread.as_ref().map(|t| t.platform),
             r.thread
@@ -197,7 +206,7 @@ impl Recorder {
             r.cancel_latency,
         );
         for o in &self.observers {
-            o.on_outcome(r);
+            o.on_outcome(&r);
         }
     }
 }
@@ -233,7 +242,7 @@ impl Records {
 
     /// The batch is acknowledged: record its outcomes.
     pub(crate) fn commit(self, recorder: &Recorder) {
-        for r in &self.0 {
+        for r in self.0 {
             recorder.record(r);
         }
     }

@@ -45,8 +45,8 @@ pub(crate) async fn run(
     };
     let cancel = Cancel::new();
     let posts: Arc<Posts> = Arc::default();
-    let scope = held.map(|h| h.lease.scope().clone());
-    if let (Some(scope), Some(held)) = (&scope, held) {
+    let scope = held.map(|h| h.lease.scope());
+    if let (Some(scope), Some(held)) = (scope, held) {
         shared.run_started(
             scope,
             RunHandle {
@@ -121,7 +121,7 @@ pub(crate) async fn run(
             }
         }
     };
-    if let Some(scope) = &scope {
+    if let Some(scope) = scope {
         shared.run_ended(scope, &cancel);
     }
     let now = Instant::now();
