@@ -37,9 +37,11 @@ pub(crate) async fn deliver_detached(
     let task_adapter = Arc::clone(&adapter);
     let answer = DeliveryResponse::default();
     let task_answer = answer.clone();
-    let task = shared.tracker().spawn(async move {
+    // Boxed: the delivery's future is about 5 KB, which a task's cell would
+    // otherwise copy as it is spawned and again as it completes.
+    let task = shared.tracker().spawn(Box::pin(async move {
         deliver(&task_inner, &task_adapter, &parts, body, &task_answer).await
-    });
+    }));
     // The platform must hear back inside its deadline. Past `timeouts.ack` it is
     // told to retry (or, for what it never retries, that the answer will
     // follow), while the delivery goes on: whatever `admit` decided still
@@ -288,11 +290,12 @@ pub(crate) async fn deliver_event_detached(
     let (task_shared, task_adapter) = (Arc::clone(shared), Arc::clone(&adapter));
     let answer = DeliveryResponse::default();
     let task_answer = answer.clone();
-    let task = shared.tracker().spawn(async move {
+    // Boxed, as in `deliver_detached`.
+    let task = shared.tracker().spawn(Box::pin(async move {
         deliver_event(&task_shared, &task_adapter, Box::new(event), &task_answer)
             .await
             .1
-    });
+    }));
     let verdict = match tokio::time::timeout(shared.options().timeouts.ack, task).await {
         Ok(Ok(verdict)) => verdict,
         Ok(Err(e)) => {

@@ -93,11 +93,14 @@ impl Holder {
     ) {
         let this = self.clone();
         let held = self.take(lease, confirmed_at);
-        self.shared.tracker().spawn(async move {
+        // Boxed: the holder loop's future (a run's inside it) is about
+        // 2 KB, which a task's cell would otherwise copy as it is spawned
+        // and again as it completes.
+        self.shared.tracker().spawn(Box::pin(async move {
             this.hold(held, first.into_iter().collect(), Records::default())
                 .await;
             drop(permit);
-        });
+        }));
     }
 
     /// The holder loop.
