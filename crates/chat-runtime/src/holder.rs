@@ -91,14 +91,29 @@ impl Holder {
         first: Option<RunItem>,
         permit: Option<Permit>,
     ) {
-        let this = self.clone();
         let held = self.take(lease, confirmed_at);
-        // Boxed: the holder loop's future (a run's inside it) is about
-        // 2 KB, which a task's cell would otherwise copy as it is spawned
-        // and again as it completes.
+        self.spawn_hold(
+            held,
+            first.into_iter().collect(),
+            Records::default(),
+            permit,
+        );
+    }
+
+    /// Runs [`hold`](Self::hold) in a task of its own, which drops `permit`
+    /// when the loop ends. Boxed: the loop's future (a run's inside it) is
+    /// about 2 KB, which a task's cell would otherwise copy as it is spawned
+    /// and again as it completes.
+    fn spawn_hold(
+        &self,
+        held: HeldLease,
+        items: Vec<RunItem>,
+        records: Records,
+        permit: Option<Permit>,
+    ) {
+        let this = self.clone();
         self.shared.tracker().spawn(Box::pin(async move {
-            this.hold(held, first.into_iter().collect(), Records::default())
-                .await;
+            this.hold(held, items, records).await;
             drop(permit);
         }));
     }
@@ -418,13 +433,7 @@ impl Holder {
             .admission()
             .try_admit(&held.lease.scope().tenant)
         {
-            Some(permit) => {
-                let this = self.clone();
-                self.shared.tracker().spawn(async move {
-                    this.hold(held, items, records).await;
-                    drop(permit);
-                });
-            }
+            Some(permit) => self.spawn_hold(held, items, records, Some(permit)),
             None => {
                 tracing::info!(name: "handoff-deferred", scope = %held.lease.scope(), "max_detached reached: the handed-over work waits for a sweep with room");
                 records.discard();

@@ -44,7 +44,8 @@ impl Holder {
         permit: Option<Permit>,
     ) {
         let this = self.clone();
-        self.shared.tracker().spawn(async move {
+        // Boxed, as the holder loop inside it (`Holder::spawn_hold`).
+        self.shared.tracker().spawn(Box::pin(async move {
             match this.wait_for_slot(&scope, &token, work.deadline).await {
                 SlotWait::Granted(lease, at) => {
                     let held = this.take(lease, at);
@@ -66,7 +67,7 @@ impl Holder {
                 }
             }
             drop(permit);
-        });
+        }));
     }
 
     /// Polls for a slot until `until` (`None`: a run without a budget, until
