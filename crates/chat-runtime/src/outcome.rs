@@ -126,8 +126,8 @@ pub(crate) struct Recorder {
     /// Whether outcome metrics carry the tenant.
     tenant_label: bool,
     /// The last [`RECENT_OUTCOMES`] outcomes, oldest first (for operators).
-    /// Shared with the caller of [`Recorder::record`], so keeping one costs
-    /// no copy of its ids.
+    /// Each shared with the rest of [`Recorder::record`] (its log line,
+    /// metrics and observers), so keeping one costs no copy of its ids.
     recent: Arc<Mutex<VecDeque<Arc<OutcomeRecord>>>>,
 }
 

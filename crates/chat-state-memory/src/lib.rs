@@ -76,7 +76,7 @@ const DEFAULT_SHARDS: usize = 64;
 #[derive(Debug)]
 pub struct MemoryState {
     shards: Box<[Mutex<Shard>]>,
-    hasher: foldhash::fast::RandomState,
+    hasher: ShardHasher,
     /// Fencing numbers come from one counter, so they grow across every grant on
     /// every scope — and so, in particular, per scope — even after a scope's
     /// record is dropped when it goes idle. It starts at the wall clock in
@@ -86,6 +86,16 @@ pub struct MemoryState {
     kv: Mutex<HashMap<String, KvEntry>>,
     /// Where the next sweep starts in the list of recoverable scopes.
     sweep_start: AtomicUsize,
+}
+
+/// Picks a scope's shard (ADR 0032); its `Debug` leaves out the seed.
+#[derive(Default)]
+struct ShardHasher(foldhash::fast::RandomState);
+
+impl std::fmt::Debug for ShardHasher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ShardHasher { .. }")
+    }
 }
 
 #[derive(Debug)]
@@ -118,7 +128,7 @@ impl MemoryState {
             shards: (0..shards.max(1))
                 .map(|_| Mutex::new(Shard::default()))
                 .collect(),
-            hasher: foldhash::fast::RandomState::default(),
+            hasher: ShardHasher::default(),
             fence: AtomicU64::new(wall_clock_micros()),
             kv: Mutex::new(HashMap::new()),
             sweep_start: AtomicUsize::new(0),
@@ -126,7 +136,7 @@ impl MemoryState {
     }
 
     fn shard(&self, tag: ScopeTag<'_>) -> MutexGuard<'_, Shard> {
-        let hash = self.hasher.hash_one(tag);
+        let hash = self.hasher.0.hash_one(tag);
         let index = usize::try_from(hash % self.shards.len() as u64).unwrap_or(0);
         lock(&self.shards[index])
     }
@@ -407,6 +417,15 @@ mod tests {
     use super::*;
     use chat_core::{AdmitRequest, Concurrency, Decision};
     use chat_testkit::EventBuilder;
+
+    /// The shard hasher's seed decides which scopes share a shard: `Debug`
+    /// (in a log line, a panic message) never shows it.
+    #[test]
+    fn debug_leaves_out_the_shard_hashers_seed() {
+        let shown = format!("{:?}", MemoryState::with_shards(2));
+        assert!(shown.contains("ShardHasher { .. }"), "{shown}");
+        assert!(!shown.contains("seed"), "{shown}");
+    }
 
     /// Fences start from the wall clock (µs), like the Redis backend's floor,
     /// so a new process never hands out a fence an earlier one already used.
