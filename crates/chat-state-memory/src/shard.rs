@@ -46,12 +46,15 @@ impl Shard {
     ) -> Result<Admission, StateError> {
         validate(&req.concurrency)?;
         self.marks.purge(now);
-        let subscribed = self.is_subscribed(&req.event.thread, now);
-        if subscribed {
-            // Activity keeps a subscription alive.
-            self.subscriptions
-                .insert(req.event.thread.clone(), now + req.subscription_ttl);
-        }
+        // Activity keeps a live subscription alive: renewed in place, in the
+        // lookup that finds it.
+        let subscribed = match self.subscriptions.get_mut(&req.event.thread) {
+            Some(until) if *until > now => {
+                *until = now + req.subscription_ttl;
+                true
+            }
+            _ => false,
+        };
         let slot = self.marks.slot(req.scope.tag(), &req.event.dedupe_key);
         match self.marks.seen(slot, &req.id, now) {
             None => {}
