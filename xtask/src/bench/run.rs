@@ -46,9 +46,9 @@ pub(super) struct Run {
     /// Another server in echo-bot's place (program and arguments), given the
     /// same environment: the TypeScript SDK's bot of the `reply` scenario.
     pub(super) server: Option<Vec<String>>,
-    /// The bot on core 1 and the load generator on core 0 (`taskset`), when
-    /// the machine has two cores and `taskset`; otherwise unpinned, and the
-    /// report says so.
+    /// The bot on core 1, and the load generator and the fake Slack Web API on
+    /// core 0 (`taskset`), when the machine has two cores and `taskset`;
+    /// otherwise unpinned, and the report says so.
     pub(super) pinned: bool,
 }
 
@@ -73,6 +73,35 @@ impl Run {
             pinned: false,
         }
     }
+}
+
+/// While it lives, a running process's threads share core 0 with the load
+/// generator (`taskset -a -p`): for a pinned run, the fake Slack Web API
+/// that the bot's replies go to. On drop its threads may run on every core
+/// again.
+struct PinnedAside(u32);
+
+impl PinnedAside {
+    fn new(pid: u32) -> Option<Self> {
+        set_affinity(pid, "0").then_some(Self(pid))
+    }
+}
+
+impl Drop for PinnedAside {
+    fn drop(&mut self) {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        set_affinity(self.0, &format!("0-{}", cores.saturating_sub(1)));
+    }
+}
+
+/// `taskset -a -p -c <cores> <pid>`: every thread of `pid` on `cores`.
+fn set_affinity(pid: u32, cores: &str) -> bool {
+    Command::new("taskset")
+        .args(["-a", "-p", "-c", cores, &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// `taskset -c <core>` when a run is pinned and pinning is possible.
@@ -376,6 +405,11 @@ impl Bench {
         print!("bench: {:<28} ", run.label);
         let _ = std::io::stdout().flush();
         let fake_pid = self.fake_slack.as_ref().map(|f| f.0.id());
+        // A pinned run gives the bot a core of its own: the fake Slack, which
+        // its replies wake, runs beside the load generator.
+        let _fake_aside = fake_pid
+            .filter(|_| bot_pin.is_some())
+            .and_then(PinnedAside::new);
         let fake_before = fake_pid.and_then(cpu_secs);
         let nodes_before = cluster.map(|c| node_cpu_secs(c.ports()));
         let (ok, stdout, stderr) = run_bounded(l, run.limit)?;
