@@ -66,7 +66,8 @@ impl GitHubClient {
     /// [`AdapterError::Invalid`] for a user agent that cannot be a header;
     /// [`AdapterError::Transport`] when the transport cannot be built.
     pub fn new(api: &str, user_agent: &str, options: HttpOptions) -> Result<Self, AdapterError> {
-        let transport = Transport::new(&options.proxy, "chat-github")
+        let transport = options
+            .transport("chat-github")
             .map_err(|e| AdapterError::Transport(Box::new(e)))?;
         let user_agent = HeaderValue::try_from(user_agent).map_err(|_| {
             AdapterError::Invalid("a user agent that is not a header value".to_owned())

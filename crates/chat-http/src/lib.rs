@@ -6,6 +6,9 @@
 //!   `HTTPS_PROXY` / `ALL_PROXY` or a configured [`Proxy`];
 //! * answers capped at [`MAX_ANSWER_BYTES`], read whole within a per-request
 //!   timeout;
+//! * at most [`HttpOptions::max_in_flight`] requests in flight per client
+//!   ([`DEFAULT_MAX_IN_FLIGHT`]): more wait their turn within their timeout,
+//!   and the connections opened stay as few;
 //! * redirects never followed: a 3xx reaches the adapter as an answer, never
 //!   a request to another origin with the platform's token;
 //! * [`call`]: a deadline-bounded retry loop around a [`RetryPolicy`] — the
@@ -14,12 +17,13 @@
 //!   platform ([`AdapterError::RateLimited`](chat_core::AdapterError::RateLimited),
 //!   [`AdapterError::DeadlineExceeded`](chat_core::AdapterError::DeadlineExceeded));
 //! * [`HttpOptions`]: the one options struct (retries, retry budget, request
-//!   timeout, proxy) every adapter builder takes with `.http(options)`.
+//!   timeout, proxy, requests in flight) every adapter builder takes with
+//!   `.http(options)`.
 //!
 //! ```no_run
 //! use bytes::Bytes;
 //! use chat_core::AdapterError;
-//! use chat_http::{Answer, Attempt, HttpOptions, RetryPolicy, Transport};
+//! use chat_http::{Answer, Attempt, HttpOptions, RetryPolicy};
 //!
 //! /// A platform that answers 429 with `Retry-After`, and JSON otherwise.
 //! struct Json;
@@ -41,7 +45,7 @@
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let options = HttpOptions::default();
-//! let transport = Transport::new(&options.proxy, "my-adapter")?;
+//! let transport = options.transport("my-adapter")?;
 //! let request = http::Request::post("https://api.example.com/v1/post")
 //!     .header("content-type", "application/json")
 //!     .body(Bytes::from_static(br#"{"text":"hi"}"#))?;
@@ -59,6 +63,6 @@ mod transport;
 
 pub use auth::{bearer, is_base_url};
 pub use error::{BuildError, TransportError};
-pub use options::HttpOptions;
+pub use options::{DEFAULT_MAX_IN_FLIGHT, HttpOptions};
 pub use retry::{Attempt, RetryPolicy, backoff, call, parse_seconds, retry_after, seconds};
 pub use transport::{Answer, MAX_ANSWER_BYTES, MAX_REDIRECTS, Proxy, Transport, same_origin};

@@ -2,10 +2,11 @@
 
 use std::time::Duration;
 
-use crate::transport::Proxy;
+use crate::error::BuildError;
+use crate::transport::{Proxy, Transport};
 
-/// How an adapter's outbound calls are sent: the same four settings for
-/// every platform, given to an adapter's builder with `.http(options)`.
+/// How an adapter's outbound calls are sent: the same settings for every
+/// platform, given to an adapter's builder with `.http(options)`.
 ///
 /// ```
 /// use std::time::Duration;
@@ -15,8 +16,10 @@ use crate::transport::Proxy;
 ///     .max_retries(5)
 ///     .retry_budget(Duration::from_secs(20))
 ///     .request_timeout(Duration::from_secs(5))
-///     .proxy(Proxy::None);
+///     .proxy(Proxy::None)
+///     .max_in_flight(32);
 /// assert_eq!(options.max_retries, 5);
+/// assert_eq!(options.max_in_flight, 32);
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -32,7 +35,18 @@ pub struct HttpOptions {
     pub request_timeout: Duration,
     /// Where `https` calls go through a proxy (default: the environment's).
     pub proxy: Proxy,
+    /// How many requests an adapter's client has in flight at once
+    /// ([`DEFAULT_MAX_IN_FLIGHT`], 100, by default; 0 counts as 1). More
+    /// wait their turn, in order, within their own timeout. This also
+    /// bounds the connections the client opens: without it, every request
+    /// that finds no idle connection opens one (2,000 streaming answers
+    /// would hold 2,000 connections to the platform).
+    pub max_in_flight: usize,
 }
+
+/// [`HttpOptions::max_in_flight`]'s default, the same as Slack's own Node
+/// SDK's `maxRequestConcurrency`.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 100;
 
 impl Default for HttpOptions {
     fn default() -> Self {
@@ -41,6 +55,7 @@ impl Default for HttpOptions {
             retry_budget: Duration::from_secs(30),
             request_timeout: Duration::from_secs(10),
             proxy: Proxy::FromEnv,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
     }
 }
@@ -72,5 +87,21 @@ impl HttpOptions {
     pub fn proxy(mut self, proxy: Proxy) -> Self {
         self.proxy = proxy;
         self
+    }
+
+    /// Sets [`max_in_flight`](Self::max_in_flight).
+    #[must_use]
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n;
+        self
+    }
+
+    /// A [`Transport`] with these options' proxy and cap on requests in
+    /// flight, sending `User-Agent: chat-rs/<version> (<product>)`.
+    ///
+    /// # Errors
+    /// As [`Transport::new`].
+    pub fn transport(&self, product: &str) -> Result<Transport, BuildError> {
+        Ok(Transport::new(&self.proxy, product)?.max_in_flight(self.max_in_flight))
     }
 }

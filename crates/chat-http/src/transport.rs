@@ -1,6 +1,7 @@
 //! [`Transport`]: hyper's pooled HTTP/1.1 client over rustls (ring, the
 //! webpki roots), with `TCP_NODELAY`, keep-alive, a connect timeout, a
-//! timeout per request and a cap on the size of an answer.
+//! timeout per request, a cap on the requests in flight (and so on the
+//! connections open) and a cap on the size of an answer.
 //!
 //! Every API call sends a body already in memory and reads its answer whole:
 //! no redirects are followed (a 3xx is an answer like any other, which the
@@ -31,8 +32,10 @@ use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
 
 use crate::error::{BuildError, TransportError};
+use crate::options::DEFAULT_MAX_IN_FLIGHT;
 
 /// The largest answer a [`Transport`] reads (a long Slack
 /// `conversations.replies` page or a Linear issue with its comments is a few
@@ -244,6 +247,8 @@ pub struct Transport {
     /// The `Host` header of each origin called, made once: hyper's client
     /// would format it anew for every request.
     hosts: Arc<Mutex<Vec<(Scheme, Authority, HeaderValue)>>>,
+    /// A permit per request in flight (shared by clones).
+    in_flight: Arc<Semaphore>,
 }
 
 impl std::fmt::Debug for Transport {
@@ -282,7 +287,20 @@ impl Transport {
             ))
             .map_err(|_| BuildError::InvalidUserAgent(product.to_owned()))?,
             hosts: Arc::default(),
+            in_flight: Arc::new(Semaphore::new(DEFAULT_MAX_IN_FLIGHT)),
         })
+    }
+
+    /// At most `n` requests in flight at once through this transport and its
+    /// clones (0 counts as 1; [`DEFAULT_MAX_IN_FLIGHT`] unless set): more
+    /// wait their turn, first come first served, and the wait counts against
+    /// the request's timeout. Connections are opened only for requests in
+    /// flight, so this bounds them too. A download counts while its answer's
+    /// head is awaited; its body streams outside the count.
+    #[must_use]
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.in_flight = Arc::new(Semaphore::new(n.clamp(1, Semaphore::MAX_PERMITS)));
+        self
     }
 
     /// Sets the headers every request carries: the transport's
@@ -407,10 +425,16 @@ impl Transport {
             {
                 headers.insert(AUTHORIZATION, auth.clone());
             }
-            let response = tokio::time::timeout(timeout, self.client.request(request))
+            let head = async {
+                let _permit = self.permit().await?;
+                self.client
+                    .request(request)
+                    .await
+                    .map_err(|e| TransportError::Failed(Box::new(e)))
+            };
+            let response = tokio::time::timeout(timeout, head)
                 .await
-                .map_err(|_| TransportError::TimedOut)?
-                .map_err(|e| TransportError::Failed(Box::new(e)))?;
+                .map_err(|_| TransportError::TimedOut)??;
             let status = response.status();
             if status.is_redirection()
                 && let Some(next) = response
@@ -467,6 +491,7 @@ impl Transport {
         self.stamp(&mut parts.headers, &parts.uri);
         let request = Request::from_parts(parts, Full::new(body));
         let exchange = async {
+            let _permit = self.permit().await?;
             let response = self
                 .client
                 .request(request)
@@ -496,6 +521,16 @@ impl Transport {
         tokio::time::timeout(timeout, exchange)
             .await
             .map_err(|_| TransportError::TimedOut)?
+    }
+}
+
+impl Transport {
+    /// Waits for a turn among the requests in flight.
+    async fn permit(&self) -> Result<tokio::sync::SemaphorePermit<'_>, TransportError> {
+        self.in_flight
+            .acquire()
+            .await
+            .map_err(|e| TransportError::Failed(Box::new(e)))
     }
 }
 

@@ -167,7 +167,7 @@ impl SlackClientBuilder {
         if !valid {
             return Err(BuildError::InvalidBaseUrl(self.base_url));
         }
-        let web = Transport::new(&self.http.proxy, "chat-slack")?;
+        let web = self.http.transport("chat-slack")?;
         Ok(SlackClient {
             inner: Arc::new(Inner {
                 web,

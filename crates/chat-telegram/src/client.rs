@@ -74,7 +74,7 @@ impl TelegramClient {
         token: Secret,
         options: HttpOptions,
     ) -> Result<Self, chat_http::BuildError> {
-        let transport = Transport::new(&options.proxy, "chat-telegram")?;
+        let transport = options.transport("chat-telegram")?;
         Ok(Self {
             inner: Arc::new(Shared {
                 transport,

@@ -63,7 +63,8 @@ impl WhatsAppClient {
     /// [`AdapterError::Invalid`] for a token that cannot be a header;
     /// [`AdapterError::Transport`] when the transport cannot be built.
     pub fn new(api: &str, token: &Secret, options: HttpOptions) -> Result<Self, AdapterError> {
-        let transport = Transport::new(&options.proxy, "chat-whatsapp")
+        let transport = options
+            .transport("chat-whatsapp")
             .map_err(|e| AdapterError::Transport(Box::new(e)))?;
         Ok(Self {
             inner: Arc::new(Shared {

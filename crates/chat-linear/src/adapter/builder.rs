@@ -289,7 +289,7 @@ impl LinearAdapterBuilder {
         for (org, credential) in &self.organization_credentials {
             organization_auth.insert(org.clone(), credential.header()?);
         }
-        let transport = chat_http::Transport::new(&self.http.proxy, "chat-linear")?;
+        let transport = self.http.transport("chat-linear")?;
         Ok(LinearAdapter {
             inner: Arc::new(Inner {
                 name: self.name,
