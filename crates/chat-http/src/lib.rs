@@ -63,6 +63,8 @@ mod transport;
 
 pub use auth::{bearer, is_base_url};
 pub use error::{BuildError, TransportError};
-pub use options::{DEFAULT_MAX_IN_FLIGHT, HttpOptions};
+pub use options::HttpOptions;
 pub use retry::{Attempt, RetryPolicy, backoff, call, parse_seconds, retry_after, seconds};
-pub use transport::{Answer, MAX_ANSWER_BYTES, MAX_REDIRECTS, Proxy, Transport, same_origin};
+pub use transport::{
+    Answer, DEFAULT_MAX_IN_FLIGHT, MAX_ANSWER_BYTES, MAX_REDIRECTS, Proxy, Transport, same_origin,
+};

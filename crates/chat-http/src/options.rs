@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::error::BuildError;
-use crate::transport::{Proxy, Transport};
+use crate::transport::{DEFAULT_MAX_IN_FLIGHT, Proxy, Transport};
 
 /// How an adapter's outbound calls are sent: the same settings for every
 /// platform, given to an adapter's builder with `.http(options)`.
@@ -43,10 +43,6 @@ pub struct HttpOptions {
     /// would hold 2,000 connections to the platform).
     pub max_in_flight: usize,
 }
-
-/// [`HttpOptions::max_in_flight`]'s default, the same as Slack's own Node
-/// SDK's `maxRequestConcurrency`.
-pub const DEFAULT_MAX_IN_FLIGHT: usize = 100;
 
 impl Default for HttpOptions {
     fn default() -> Self {

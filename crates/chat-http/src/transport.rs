@@ -35,7 +35,6 @@ use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 
 use crate::error::{BuildError, TransportError};
-use crate::options::DEFAULT_MAX_IN_FLIGHT;
 
 /// The largest answer a [`Transport`] reads (a long Slack
 /// `conversations.replies` page or a Linear issue with its comments is a few
@@ -43,6 +42,11 @@ use crate::options::DEFAULT_MAX_IN_FLIGHT;
 /// instead of growing the heap. A declared length above it fails before
 /// anything is read; a chunked answer fails when it passes it.
 pub const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+
+/// How many requests a [`Transport`] has in flight at once unless told
+/// otherwise ([`HttpOptions::max_in_flight`](crate::HttpOptions::max_in_flight)):
+/// the same as Slack's own Node SDK's `maxRequestConcurrency`.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 100;
 
 /// How many redirects [`Transport::download`] follows.
 pub const MAX_REDIRECTS: usize = 5;
