@@ -38,9 +38,8 @@ pub struct HttpOptions {
     /// How many requests an adapter's client has in flight at once
     /// ([`DEFAULT_MAX_IN_FLIGHT`], 100, by default; 0 counts as 1). More
     /// wait their turn, in order, within their own timeout. This also
-    /// bounds the connections the client opens: without it, every request
-    /// that finds no idle connection opens one (2,000 streaming answers
-    /// would hold 2,000 connections to the platform).
+    /// bounds the connections the client opens: the pool opens one for every
+    /// request that finds no idle connection (ADR 0033).
     pub max_in_flight: usize,
 }
 

@@ -307,6 +307,14 @@ impl Transport {
         self
     }
 
+    /// Waits for a turn among the requests in flight.
+    async fn permit(&self) -> Result<tokio::sync::SemaphorePermit<'_>, TransportError> {
+        self.in_flight
+            .acquire()
+            .await
+            .map_err(|e| TransportError::Failed(Box::new(e)))
+    }
+
     /// Sets the headers every request carries: the transport's
     /// `User-Agent`, and `Host` as hyper's client would write it (the
     /// target's host, with its port when it is not the scheme's default),
@@ -525,16 +533,6 @@ impl Transport {
         tokio::time::timeout(timeout, exchange)
             .await
             .map_err(|_| TransportError::TimedOut)?
-    }
-}
-
-impl Transport {
-    /// Waits for a turn among the requests in flight.
-    async fn permit(&self) -> Result<tokio::sync::SemaphorePermit<'_>, TransportError> {
-        self.in_flight
-            .acquire()
-            .await
-            .map_err(|e| TransportError::Failed(Box::new(e)))
     }
 }
 
